@@ -1,0 +1,151 @@
+package bulkhead
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// ErrBulkheadFull is matched by every rejection for lack of capacity, whether
+// the call was refused at once or after waiting MaxWaitDuration.
+var ErrBulkheadFull = errors.New("bulkhead: full")
+
+// ErrClosed is returned for work offered to a bulkhead that has been closed,
+// and completes the futures of queued tasks that Close dropped.
+var ErrClosed = errors.New("bulkhead: closed")
+
+// Kind says which kind of bulkhead an instance is.
+type Kind uint8
+
+const (
+	// Semaphore is a bulkhead that runs calls on the caller's goroutine.
+	Semaphore Kind = iota + 1
+	// Pool is a bulkhead that runs tasks on its own worker goroutines.
+	Pool
+)
+
+// String returns "semaphore", "pool" or "Kind(n)".
+func (k Kind) String() string {
+	switch k {
+	case Semaphore:
+		return "semaphore"
+	case Pool:
+		return "pool"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// FullError is the error of a call rejected for lack of capacity. It matches
+// [ErrBulkheadFull] under [errors.Is]. Bulkheads build their FullError values
+// ahead of time and return the same pointer for every rejection, so a
+// rejection does not allocate; treat it as read-only.
+type FullError struct {
+	// Name is the bulkhead's name.
+	Name string
+	// Kind is the bulkhead's kind.
+	Kind Kind
+	// MaxConcurrentCalls is the limit in force when the error was built:
+	// permits for a semaphore, workers for a pool.
+	MaxConcurrentCalls int
+	// QueueCapacity is the pool's queue capacity; 0 for a semaphore.
+	QueueCapacity int
+	// MaxWaitDuration is how long the call could wait before it was rejected.
+	MaxWaitDuration time.Duration
+	// Waited is true when the call waited MaxWaitDuration (a semaphore caller
+	// waiting for a permit, a pool task waiting in the queue) before it was
+	// rejected, and false when it was refused at once.
+	Waited bool
+}
+
+// Error names the bulkhead and its limits.
+func (e *FullError) Error() string {
+	var s string
+	switch e.Kind {
+	case Pool:
+		s = fmt.Sprintf("bulkhead %q (pool) is full: %d workers", e.Name, e.MaxConcurrentCalls)
+		if e.QueueCapacity > 0 {
+			s += fmt.Sprintf(" busy and %d queued tasks", e.QueueCapacity)
+		} else {
+			s += " busy and no queue"
+		}
+	default:
+		s = fmt.Sprintf("bulkhead %q (%s) is full: %d concurrent calls", e.Name, e.Kind, e.MaxConcurrentCalls)
+	}
+	if e.Waited {
+		if e.Kind == Pool {
+			s += fmt.Sprintf("; task not started within %v", e.MaxWaitDuration)
+		} else {
+			s += fmt.Sprintf("; no permit within %v", e.MaxWaitDuration)
+		}
+	}
+	return s
+}
+
+// Is reports whether target is [ErrBulkheadFull].
+func (e *FullError) Is(target error) bool { return target == ErrBulkheadFull }
+
+// PanicError is the error of a call or task that panicked. Find it with
+// [errors.As]. If the panic value is an error, Unwrap returns it, so
+// [errors.Is] sees through the panic.
+type PanicError struct {
+	// Value is the value passed to panic.
+	Value any
+	// Stack is the panicking goroutine's stack, as [runtime/debug.Stack]
+	// formats it.
+	Stack []byte
+}
+
+// Error returns "bulkhead: task panicked: " followed by the panic value.
+func (e *PanicError) Error() string { return fmt.Sprintf("bulkhead: task panicked: %v", e.Value) }
+
+// Unwrap returns the panic value if it is an error, and nil otherwise.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// Stats is a snapshot of a bulkhead's state and counters. Both kinds fill in
+// the same fields with the same meanings. At rest (nothing running or
+// waiting), Permitted == Finished + InFlight exactly; while calls run, the
+// fields are read one by one and may be a few calls apart.
+type Stats struct {
+	Name string
+	Kind Kind
+
+	// MaxConcurrentCalls is the limit in force: permits for a semaphore,
+	// workers for a pool.
+	MaxConcurrentCalls int
+	// AvailableConcurrentCalls is max(0, MaxConcurrentCalls - InFlight).
+	AvailableConcurrentCalls int
+	// InFlight is the number of calls running now (for a pool, tasks
+	// running on a worker, not idle workers).
+	InFlight int
+	// Waiting is the number of callers waiting for a permit (semaphore).
+	Waiting int
+	// QueueDepth is the number of tasks waiting in the queue (pool).
+	QueueDepth int
+	// QueueCapacity is the queue's capacity (pool); 0 for a semaphore.
+	QueueCapacity int
+
+	// Permitted counts calls that got to run (a permit, a worker).
+	Permitted uint64
+	// Rejected counts calls refused because the bulkhead was full, at once
+	// or after waiting MaxWaitDuration.
+	Rejected uint64
+	// Cancelled counts calls that gave up before running because their
+	// context ended (or, in a pool, whose future was cancelled or which
+	// Close dropped).
+	Cancelled uint64
+	// Finished counts permitted calls that completed, whatever the outcome.
+	Finished uint64
+	// Failed counts finished calls whose function returned an error or
+	// panicked.
+	Failed uint64
+}
+
+// Instance is what both kinds of bulkhead have in common.
+type Instance interface {
+	Name() string
+	Stats() Stats
+}

@@ -1,0 +1,22 @@
+// Package bulkhead holds the vocabulary shared by this module's two kinds of
+// bulkhead: the errors a rejected call sees, the statistics snapshot, and the
+// events a bulkhead publishes.
+//
+// A bulkhead limits how many calls to one dependency may be in progress at
+// once, so that a slow dependency cannot use up the capacity that the others
+// need. Give every outbound dependency its own bulkhead.
+//
+// The bulkheads themselves live in subpackages:
+//
+//   - [github.com/bulkhead-go/bulkhead/semaphore] guards a call on the caller's
+//     own goroutine: it gets a permit, or is rejected at once (or after a
+//     bounded wait). Use it for a blocking call whose result you need now.
+//   - [github.com/bulkhead-go/bulkhead/pool] runs tasks on a bounded set of
+//     worker goroutines behind a bounded FIFO queue and returns a typed
+//     future. Use it for fan-out and for work the caller need not wait for.
+//
+// Both reject for lack of capacity with an error that matches
+// [ErrBulkheadFull] under [errors.Is]; the concrete error is a [*FullError]
+// naming the bulkhead and its limits. Both report a [Stats] snapshot with the
+// same fields and meanings, and both publish [Event] values to subscribers.
+package bulkhead

@@ -1,0 +1,76 @@
+package bulkhead
+
+import (
+	"strconv"
+	"time"
+)
+
+// EventType says what happened to a call.
+type EventType uint8
+
+const (
+	// EventPermitted: the call got a permit (semaphore) or a worker (pool)
+	// and is about to run.
+	EventPermitted EventType = iota + 1
+	// EventRejected: the call was refused because the bulkhead was full.
+	EventRejected
+	// EventCancelled: the call gave up before running because its context
+	// ended, its future was cancelled or the bulkhead was closed.
+	EventCancelled
+	// EventFinished: a permitted call completed.
+	EventFinished
+)
+
+// String returns "permitted", "rejected", "cancelled", "finished" or
+// "EventType(n)".
+func (t EventType) String() string {
+	switch t {
+	case EventPermitted:
+		return "permitted"
+	case EventRejected:
+		return "rejected"
+	case EventCancelled:
+		return "cancelled"
+	case EventFinished:
+		return "finished"
+	}
+	return "EventType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Event is what a bulkhead tells its subscribers about one call. Events are
+// built only while someone is subscribed, so a bulkhead with no subscriber
+// neither builds them nor reads the clock.
+type Event struct {
+	// Name and Kind identify the bulkhead.
+	Name string
+	Kind Kind
+	// Type says what happened.
+	Type EventType
+	// Time is when it happened.
+	Time time.Time
+	// Err is the rejection (a *FullError) on EventRejected, the reason
+	// (a context's error, ErrClosed) on EventCancelled, and the call's own
+	// error (nil on success, a *PanicError after a panic) on EventFinished.
+	Err error
+	// Wait is how long the call waited for a permit or a worker. Zero when
+	// it got one at once.
+	Wait time.Duration
+	// Run is how long the call ran, on EventFinished when the bulkhead ran
+	// the call itself (Do, Execute, Transport, a pool task); zero otherwise.
+	Run time.Duration
+}
+
+// String describes the event in one line, for logs.
+func (e Event) String() string {
+	s := "bulkhead " + strconv.Quote(e.Name) + " (" + e.Kind.String() + ") " + e.Type.String()
+	if e.Wait > 0 {
+		s += " wait=" + e.Wait.String()
+	}
+	if e.Type == EventFinished && e.Run > 0 {
+		s += " run=" + e.Run.String()
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}

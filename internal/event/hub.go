@@ -1,0 +1,80 @@
+// Package event delivers a bulkhead's events to its subscribers.
+package event
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/bulkhead-go/bulkhead"
+)
+
+// Hub is a set of subscribers. The zero value has none and is ready to use.
+// Publishing reads one atomic pointer, so a hub with no subscriber costs a
+// single load; subscribing and cancelling copy the list under a mutex.
+type Hub struct {
+	mu   sync.Mutex
+	subs atomic.Pointer[[]*sub]
+}
+
+type sub struct{ fn func(bulkhead.Event) }
+
+// Active reports whether anyone is subscribed. Callers check it before they
+// build an event or read the clock.
+func (h *Hub) Active() bool { return h.subs.Load() != nil }
+
+// Subscribe adds fn and returns a function that removes it. Calling cancel
+// more than once is harmless. A nil fn is ignored.
+func (h *Hub) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
+	if fn == nil {
+		return func() {}
+	}
+	s := &sub{fn: fn}
+	h.mu.Lock()
+	var next []*sub
+	if cur := h.subs.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, s)
+	h.subs.Store(&next)
+	h.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { h.remove(s) }) }
+}
+
+func (h *Hub) remove(s *sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cur := h.subs.Load()
+	if cur == nil {
+		return
+	}
+	next := make([]*sub, 0, len(*cur))
+	for _, x := range *cur {
+		if x != s {
+			next = append(next, x)
+		}
+	}
+	if len(next) == 0 {
+		h.subs.Store(nil)
+		return
+	}
+	h.subs.Store(&next)
+}
+
+// Publish calls every subscriber with e on the calling goroutine, in the
+// order they subscribed. It holds no lock while it does so. A subscriber that
+// panics is skipped for this event; the panic does not reach the caller.
+func (h *Hub) Publish(e bulkhead.Event) {
+	cur := h.subs.Load()
+	if cur == nil {
+		return
+	}
+	for _, s := range *cur {
+		call(s.fn, e)
+	}
+}
+
+func call(fn func(bulkhead.Event), e bulkhead.Event) {
+	defer func() { _ = recover() }()
+	fn(e)
+}

@@ -1,0 +1,31 @@
+// Package semaphore provides a bulkhead that limits how many calls to one
+// dependency run at once, on the callers' own goroutines.
+//
+// Use it for a blocking call whose result the caller needs now: an HTTP
+// request, a database query, an RPC. Give every dependency its own
+// [Bulkhead], so that a slow payment gateway fills only the payment
+// bulkhead and the inventory calls keep their permits.
+//
+//	payment, err := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 2})
+//	...
+//	err = payment.Do(ctx, func(ctx context.Context) error {
+//		return charge(ctx, order)
+//	})
+//	if errors.Is(err, bulkhead.ErrBulkheadFull) {
+//		// the payment dependency is saturated: fail fast, degrade, retry later
+//	}
+//
+// A call that finds every permit in use is rejected at once with a
+// [*bulkhead.FullError], or, when MaxWaitDuration is positive, waits that
+// long in a first-in, first-out line. A waiting caller whose context ends
+// gets ctx.Err(), never a rejection, so timeouts and saturation stay apart.
+//
+// [Transport] puts a bulkhead in front of an [net/http.RoundTripper], holding
+// the permit until the response body is closed.
+//
+// The bulkhead starts no goroutines. Its fast path (a permit granted or
+// refused) takes no lock, reads no clock and allocates nothing while nobody
+// is subscribed to its events. Choose the pool bulkhead in package
+// [github.com/bulkhead-go/bulkhead/pool] instead when the caller has other
+// work to do while the call runs.
+package semaphore

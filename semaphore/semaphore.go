@@ -1,0 +1,463 @@
+package semaphore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/event"
+)
+
+// MaxLimit is the largest MaxConcurrentCalls a Bulkhead accepts.
+const MaxLimit = 1 << 20
+
+// Config is a semaphore bulkhead's configuration. Its zero value is not
+// valid: start from [DefaultConfig] or set MaxConcurrentCalls.
+type Config struct {
+	// MaxConcurrentCalls is how many calls may hold a permit at once,
+	// from 1 to MaxLimit.
+	MaxConcurrentCalls int
+	// MaxWaitDuration is how long a caller of Acquire, Do or Execute waits
+	// for a permit when none is free. 0 means fail at once; it must not be
+	// negative.
+	MaxWaitDuration time.Duration
+}
+
+// DefaultConfig returns Resilience4j's defaults: 25 concurrent calls and no
+// waiting.
+func DefaultConfig() Config {
+	return Config{MaxConcurrentCalls: 25, MaxWaitDuration: 0}
+}
+
+// Validate reports the first invalid field of c, naming the field and value.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxConcurrentCalls < 1:
+		return fmt.Errorf("maxConcurrentCalls must be >= 1, got %d", c.MaxConcurrentCalls)
+	case c.MaxConcurrentCalls > MaxLimit:
+		return fmt.Errorf("maxConcurrentCalls must be <= %d, got %d", MaxLimit, c.MaxConcurrentCalls)
+	case c.MaxWaitDuration < 0:
+		return fmt.Errorf("maxWaitDuration must be >= 0, got %v", c.MaxWaitDuration)
+	}
+	return nil
+}
+
+// The state word packs, from the low bits up: the permits in use (21 bits),
+// the limit (21 bits) and the number of waiters (22 bits). Keeping all three
+// in one word lets a single compare-and-swap admit a call only while the
+// limit allows it and nobody waits, which is what keeps the fast path
+// lock-free and the waiters first in line.
+const (
+	fieldBits  = 21
+	fieldMask  = 1<<fieldBits - 1
+	limitShift = fieldBits
+	waitShift  = 2 * fieldBits
+	oneWaiter  = 1 << waitShift
+	maxWaiters = 1<<(64-waitShift) - 1
+)
+
+func inUse(s uint64) int     { return int(s & fieldMask) }
+func limitOf(s uint64) int   { return int(s >> limitShift & fieldMask) }
+func waitersOf(s uint64) int { return int(s >> waitShift) }
+
+// Bulkhead limits how many calls may run at once on their callers'
+// goroutines. Most callers should use [Bulkhead.Do] or [Execute]; Acquire,
+// TryAcquire and Release are the parts they are made of. A Bulkhead starts no
+// goroutines and is safe for concurrent use. Create one with [New].
+type Bulkhead struct {
+	state     atomic.Uint64 // in use | limit | waiters; see above
+	finished  atomic.Uint64
+	rejected  atomic.Uint64
+	cancelled atomic.Uint64
+	failed    atomic.Uint64
+	// permittedSeen keeps Stats().Permitted from going backwards while
+	// calls run (it is derived as Finished + InFlight).
+	permittedSeen atomic.Uint64
+	maxWait       atomic.Int64
+
+	name string
+	hub  event.Hub
+	cfg  atomic.Pointer[Config]
+	full atomic.Pointer[fullErrors]
+
+	mu      sync.Mutex // guards the waiter list and every change to the waiter count
+	waiters list
+}
+
+type fullErrors struct{ now, waited *bulkhead.FullError }
+
+// New returns a Bulkhead named name with the given configuration. It fails
+// if the name is empty or a field is out of range.
+func New(name string, cfg Config) (*Bulkhead, error) {
+	if name == "" {
+		return nil, fmt.Errorf("semaphore: name must not be empty")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("semaphore %q: %w", name, err)
+	}
+	b := &Bulkhead{name: name}
+	b.state.Store(uint64(cfg.MaxConcurrentCalls) << limitShift)
+	b.apply(cfg)
+	return b, nil
+}
+
+// apply stores everything derived from cfg except the limit in the state word.
+func (b *Bulkhead) apply(cfg Config) {
+	b.maxWait.Store(int64(cfg.MaxWaitDuration))
+	b.cfg.Store(&cfg)
+	e := bulkhead.FullError{Name: b.name, Kind: bulkhead.Semaphore,
+		MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitDuration: cfg.MaxWaitDuration}
+	w := e
+	w.Waited = true
+	b.full.Store(&fullErrors{now: &e, waited: &w})
+}
+
+// Name returns the name the Bulkhead was created with.
+func (b *Bulkhead) Name() string { return b.name }
+
+// Config returns the configuration in force.
+func (b *Bulkhead) Config() Config { return *b.cfg.Load() }
+
+// Subscribe calls fn with every event of this Bulkhead until cancel is
+// called. fn runs on the goroutine of the call it reports, with no lock held;
+// it must be quick, and a panic in it is recovered and ignored.
+func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
+	return b.hub.Subscribe(fn)
+}
+
+// TryAcquire takes a permit if one is free and nobody is waiting for one,
+// without blocking. It reports whether it did; a false counts as a
+// rejection. Call Release when the work is done.
+func (b *Bulkhead) TryAcquire() bool {
+	if b.tryFast() {
+		if b.hub.Active() {
+			b.publish(bulkhead.EventPermitted, time.Time{}, nil)
+		}
+		return true
+	}
+	b.reject(time.Time{}, false)
+	return false
+}
+
+// Acquire takes a permit, waiting up to MaxWaitDuration for one when none is
+// free. Waiters are served first in, first out. It returns nil with a permit
+// held, ctx.Err() if ctx ends first (or had already ended: then nothing is
+// counted), and a [*bulkhead.FullError] if no permit came in time. Call
+// Release when the work is done.
+func (b *Bulkhead) Acquire(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.tryFast() {
+		if b.hub.Active() {
+			b.publish(bulkhead.EventPermitted, time.Time{}, nil)
+		}
+		return nil
+	}
+	if b.maxWait.Load() <= 0 {
+		return b.reject(time.Time{}, false)
+	}
+	return b.acquireSlow(ctx)
+}
+
+// Release returns a permit taken by Acquire or TryAcquire. If callers wait,
+// the permit goes to the oldest of them. Release panics if no permit is held:
+// like unlocking an unlocked mutex, that is a bug in the caller.
+func (b *Bulkhead) Release() { b.finish(time.Time{}, nil, false) }
+
+// Do runs fn on the calling goroutine while holding a permit, and returns
+// fn's error unchanged. If no permit can be had it returns the error of
+// Acquire without calling fn. The permit is released however fn ends; a
+// panic in fn is counted as a failure and continues up the caller's stack.
+func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) (err error) {
+	if err := b.Acquire(ctx); err != nil {
+		return err
+	}
+	var start time.Time
+	if b.hub.Active() {
+		start = time.Now()
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			b.abort(start, recover())
+		}
+	}()
+	err = fn(ctx)
+	returned = true
+	b.finish(start, err, err != nil)
+	return err
+}
+
+// Execute is Do for a function that returns a value.
+func Execute[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (T, error) {
+	var v T
+	err := b.Do(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = fn(ctx)
+		return err
+	})
+	return v, err
+}
+
+// abort releases the permit of a call that panicked (r != nil) or called
+// runtime.Goexit (r == nil), and lets the panic go on.
+func (b *Bulkhead) abort(start time.Time, r any) {
+	if r == nil {
+		b.finish(start, nil, false)
+		return
+	}
+	var err error
+	if b.hub.Active() {
+		err = newPanicError(r)
+	}
+	b.finish(start, err, true)
+	panic(r)
+}
+
+// Reconfigure applies cfg without blocking. A larger limit hands the new
+// permits to waiters at once; a smaller one lets the calls in flight finish
+// and admits new calls only once fewer than the new limit run. A new
+// MaxWaitDuration applies to callers that start waiting after it.
+func (b *Bulkhead) Reconfigure(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("semaphore %q: %w", b.name, err)
+	}
+	b.mu.Lock()
+	for {
+		s := b.state.Load()
+		n := s&^(fieldMask<<limitShift) | uint64(cfg.MaxConcurrentCalls)<<limitShift
+		if b.state.CompareAndSwap(s, n) {
+			break
+		}
+	}
+	b.apply(cfg)
+	for b.grantLocked() {
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// Stats returns a snapshot of the Bulkhead's state and counters.
+func (b *Bulkhead) Stats() bulkhead.Stats {
+	finished := b.finished.Load()
+	s := b.state.Load()
+	in, limit := inUse(s), limitOf(s)
+	permitted := finished + uint64(in)
+	for {
+		seen := b.permittedSeen.Load()
+		if permitted <= seen {
+			permitted = seen
+			break
+		}
+		if b.permittedSeen.CompareAndSwap(seen, permitted) {
+			break
+		}
+	}
+	return bulkhead.Stats{
+		Name:                     b.name,
+		Kind:                     bulkhead.Semaphore,
+		MaxConcurrentCalls:       limit,
+		AvailableConcurrentCalls: max(0, limit-in),
+		InFlight:                 in,
+		Waiting:                  waitersOf(s),
+		Permitted:                permitted,
+		Rejected:                 b.rejected.Load(),
+		Cancelled:                b.cancelled.Load(),
+		Finished:                 finished,
+		Failed:                   b.failed.Load(),
+	}
+}
+
+// String returns `semaphore bulkhead "name"`.
+func (b *Bulkhead) String() string { return fmt.Sprintf("semaphore bulkhead %q", b.name) }
+
+// tryFast takes a permit if the limit allows and nobody waits.
+func (b *Bulkhead) tryFast() bool {
+	for {
+		s := b.state.Load()
+		if s>>waitShift != 0 || s&fieldMask >= s>>limitShift&fieldMask {
+			return false
+		}
+		if b.state.CompareAndSwap(s, s+1) {
+			return true
+		}
+	}
+}
+
+func (b *Bulkhead) acquireSlow(ctx context.Context) error {
+	var start time.Time
+	if b.hub.Active() {
+		start = time.Now()
+	}
+	b.mu.Lock()
+	for {
+		s := b.state.Load()
+		if s>>waitShift == 0 && s&fieldMask < s>>limitShift&fieldMask {
+			if !b.state.CompareAndSwap(s, s+1) {
+				continue // a fast-path caller or a release raced us; look again
+			}
+			b.mu.Unlock()
+			b.permitted(start)
+			return nil
+		}
+		if s>>waitShift == maxWaiters {
+			b.mu.Unlock()
+			return b.reject(start, false)
+		}
+		if b.state.CompareAndSwap(s, s+oneWaiter) {
+			break
+		}
+	}
+	w := &waiter{ready: make(chan struct{})}
+	b.waiters.pushBack(w)
+	wait := time.Duration(b.maxWait.Load())
+	b.mu.Unlock()
+
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-w.ready:
+		b.permitted(start)
+		return nil
+	case <-ctx.Done():
+		if b.leave(w) {
+			b.cancelled.Add(1)
+			if b.hub.Active() {
+				b.publish(bulkhead.EventCancelled, start, ctx.Err())
+			}
+			return ctx.Err()
+		}
+	case <-timer.C:
+		if b.leave(w) {
+			return b.reject(start, true)
+		}
+	}
+	// The permit was handed to us while we gave up: keep it, the hand-off
+	// came first.
+	b.permitted(start)
+	return nil
+}
+
+// leave takes w out of the queue and reports true, or reports false if w
+// had been granted a permit already.
+func (b *Bulkhead) leave(w *waiter) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w.granted {
+		return false
+	}
+	b.waiters.remove(w)
+	b.state.Add(^uint64(oneWaiter - 1)) // waiters--
+	return true
+}
+
+// grantLocked hands a permit to the oldest waiter if the limit allows and
+// reports whether it did. b.mu must be held.
+func (b *Bulkhead) grantLocked() bool {
+	for {
+		s := b.state.Load()
+		if s>>waitShift == 0 || s&fieldMask >= s>>limitShift&fieldMask {
+			return false
+		}
+		if b.state.CompareAndSwap(s, s-oneWaiter+1) {
+			b.wake()
+			return true
+		}
+	}
+}
+
+// wake takes the oldest waiter off the list and tells it it has a permit.
+// b.mu must be held and the waiter count already updated.
+func (b *Bulkhead) wake() {
+	w := b.waiters.popFront()
+	w.granted = true
+	close(w.ready)
+}
+
+// finish releases a permit, counts the call finished (and failed), and
+// publishes EventFinished. start is when the call began running, or zero.
+func (b *Bulkhead) finish(start time.Time, err error, failed bool) {
+	b.releasePermit()
+	b.finished.Add(1)
+	if failed {
+		b.failed.Add(1)
+	}
+	if b.hub.Active() {
+		b.publishFinished(start, err)
+	}
+}
+
+//go:noinline
+func (b *Bulkhead) publishFinished(start time.Time, err error) {
+	e := bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventFinished,
+		Time: time.Now(), Err: err}
+	if !start.IsZero() {
+		e.Run = e.Time.Sub(start)
+	}
+	b.hub.Publish(e)
+}
+
+func (b *Bulkhead) releasePermit() {
+	s := b.state.Add(^uint64(0)) // one permit fewer in use
+	if s&fieldMask == fieldMask {
+		b.overReleased()
+	}
+	if s>>waitShift != 0 {
+		b.grantWaiters()
+	}
+}
+
+// grantWaiters hands free permits to the oldest waiters. No newcomer can
+// take one first, since the fast path refuses while anyone waits.
+//
+//go:noinline
+func (b *Bulkhead) grantWaiters() {
+	b.mu.Lock()
+	for b.grantLocked() {
+	}
+	b.mu.Unlock()
+}
+
+// overReleased undoes a release that found no permit in use (the
+// subtraction borrowed from the limit field) and panics.
+//
+//go:noinline
+func (b *Bulkhead) overReleased() {
+	b.state.Add(1)
+	panic("semaphore: Release called without a held permit")
+}
+
+func (b *Bulkhead) permitted(start time.Time) {
+	if b.hub.Active() {
+		b.publish(bulkhead.EventPermitted, start, nil)
+	}
+}
+
+// reject counts a rejection and returns the prebuilt error for it.
+//
+//go:noinline
+func (b *Bulkhead) reject(start time.Time, waited bool) error {
+	b.rejected.Add(1)
+	f := b.full.Load()
+	err := f.now
+	if waited {
+		err = f.waited
+	}
+	if b.hub.Active() {
+		b.publish(bulkhead.EventRejected, start, err)
+	}
+	return err
+}
+
+//go:noinline
+func (b *Bulkhead) publish(t bulkhead.EventType, start time.Time, err error) {
+	e := bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: t, Time: time.Now(), Err: err}
+	if !start.IsZero() {
+		e.Wait = e.Time.Sub(start)
+	}
+	b.hub.Publish(e)
+}
