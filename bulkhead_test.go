@@ -1,0 +1,100 @@
+package bulkhead_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/bulkhead-go/bulkhead"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestFullErrorMatchesSentinel(t *testing.T) {
+	var err error = &bulkhead.FullError{Name: "payment", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2}
+	wrapped := fmt.Errorf("charge: %w", err)
+	if !errors.Is(wrapped, bulkhead.ErrBulkheadFull) {
+		t.Fatal("a wrapped *FullError does not match ErrBulkheadFull")
+	}
+	if errors.Is(wrapped, bulkhead.ErrClosed) {
+		t.Fatal("a *FullError matches ErrClosed")
+	}
+	var fe *bulkhead.FullError
+	if !errors.As(wrapped, &fe) || fe.Name != "payment" {
+		t.Fatalf("errors.As gave %+v", fe)
+	}
+}
+
+func TestFullErrorMessages(t *testing.T) {
+	cases := []struct {
+		err  bulkhead.FullError
+		want string
+	}{
+		{bulkhead.FullError{Name: "payment", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2},
+			`bulkhead "payment" (semaphore) is full: 2 concurrent calls`},
+		{bulkhead.FullError{Name: "payment", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, MaxWaitDuration: time.Second, Waited: true},
+			`bulkhead "payment" (semaphore) is full: 2 concurrent calls; no permit within 1s`},
+		{bulkhead.FullError{Name: "lookups", Kind: bulkhead.Pool, MaxConcurrentCalls: 4, QueueCapacity: 10},
+			`bulkhead "lookups" (pool) is full: 4 workers busy and 10 queued tasks`},
+		{bulkhead.FullError{Name: "lookups", Kind: bulkhead.Pool, MaxConcurrentCalls: 4},
+			`bulkhead "lookups" (pool) is full: 4 workers busy and no queue`},
+		{bulkhead.FullError{Name: "lookups", Kind: bulkhead.Pool, MaxConcurrentCalls: 4, QueueCapacity: 1, MaxWaitDuration: time.Millisecond, Waited: true},
+			`bulkhead "lookups" (pool) is full: 4 workers busy and 1 queued tasks; task not started within 1ms`},
+	}
+	for _, c := range cases {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
+}
+
+func TestPanicErrorUnwrapsErrorValues(t *testing.T) {
+	pe := &bulkhead.PanicError{Value: io.ErrUnexpectedEOF, Stack: []byte("stack")}
+	if !errors.Is(pe, io.ErrUnexpectedEOF) {
+		t.Fatal("PanicError does not unwrap an error value")
+	}
+	if got := pe.Error(); got != "bulkhead: task panicked: unexpected EOF" {
+		t.Fatalf("Error() = %q", got)
+	}
+	if (&bulkhead.PanicError{Value: 42}).Unwrap() != nil {
+		t.Fatal("a non-error value unwraps to something")
+	}
+}
+
+func TestStrings(t *testing.T) {
+	for v, want := range map[fmt.Stringer]string{
+		bulkhead.Semaphore: "semaphore", bulkhead.Pool: "pool", bulkhead.Kind(9): "Kind(9)",
+		bulkhead.EventPermitted: "permitted", bulkhead.EventRejected: "rejected",
+		bulkhead.EventCancelled: "cancelled", bulkhead.EventFinished: "finished", bulkhead.EventType(0): "EventType(0)",
+	} {
+		if got := v.String(); got != want {
+			t.Errorf("String() = %q, want %q", got, want)
+		}
+	}
+	e := bulkhead.Event{Name: "p", Kind: bulkhead.Pool, Type: bulkhead.EventFinished, Wait: time.Millisecond, Run: 2 * time.Millisecond, Err: io.EOF}
+	if got, want := e.String(), `bulkhead "p" (pool) finished wait=1ms run=2ms: EOF`; got != want {
+		t.Errorf("Event.String() = %q, want %q", got, want)
+	}
+	if !strings.Contains(bulkhead.ErrClosed.Error(), "closed") {
+		t.Error(bulkhead.ErrClosed)
+	}
+}
+
+func ExampleFullError() {
+	var err error = &bulkhead.FullError{Name: "payment", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2}
+	err = fmt.Errorf("checkout: %w", err)
+
+	fmt.Println(errors.Is(err, bulkhead.ErrBulkheadFull))
+	var full *bulkhead.FullError
+	if errors.As(err, &full) {
+		fmt.Println(full.Name, full.MaxConcurrentCalls)
+	}
+	// Output:
+	// true
+	// payment 2
+}
