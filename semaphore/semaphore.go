@@ -157,6 +157,11 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 		}
 		return nil
 	}
+	return b.acquireFull(ctx)
+}
+
+// acquireFull is Acquire once the fast path found no free permit.
+func (b *Bulkhead) acquireFull(ctx context.Context) error {
 	if b.maxWait.Load() <= 0 {
 		return b.reject(time.Time{}, false)
 	}
@@ -173,8 +178,16 @@ func (b *Bulkhead) Release() { b.finish(time.Time{}, nil, false) }
 // Acquire without calling fn. The permit is released however fn ends; a
 // panic in fn is counted as a failure and continues up the caller's stack.
 func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) (err error) {
-	if err := b.Acquire(ctx); err != nil {
+	// Acquire, written out so that the fast path makes no call.
+	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if !b.tryFast() {
+		if err := b.acquireFull(ctx); err != nil {
+			return err
+		}
+	} else if b.hub.Active() {
+		b.publish(bulkhead.EventPermitted, time.Time{}, nil)
 	}
 	var start time.Time
 	if b.hub.Active() {
