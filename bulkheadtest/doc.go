@@ -1,0 +1,40 @@
+// Package bulkheadtest proves, in a test, that a service's bulkheads isolate
+// its dependencies: that one dependency saturated by slow calls leaves the
+// others their full capacity.
+//
+// The proof is a burst of concurrent calls. Each [Burst] is N workers calling
+// one dependency through its bulkhead; all workers wait on one latch and are
+// released together. Every outcome is classified as accepted (nil error),
+// rejected (an error matching [bulkhead.ErrBulkheadFull] anywhere in its
+// chain) or other. A [Gate] inside each stub dependency holds the accepted
+// calls until every worker of every burst has settled (is held at its gate
+// or has returned), so the accepted calls are all in progress at the same
+// moment; the gate counts them, which gives the real peak of concurrent
+// permitted calls, measured at the dependency rather than read from the
+// bulkhead's own Stats. Nothing in the judgement depends on time.Sleep or on
+// how fast the machine is: the numbers are the same on every run.
+//
+// Isolation holds when every burst got exactly min(Workers, Limit) calls
+// through, at the same time, and no other errors: [Check] says so, and
+// [AssertIsolated] runs the bursts and fails a test otherwise.
+//
+// A typical test, with payment and inventory behind their own bulkheads:
+//
+//	pay, stock := new(bulkheadtest.Gate), new(bulkheadtest.Gate)
+//	mux := http.NewServeMux()
+//	mux.Handle("/pay", pay.Handler(reply("paid")))
+//	mux.Handle("/stock", stock.Handler(reply("ok")))
+//	srv := httptest.NewServer(mux)
+//	defer srv.Close()
+//
+//	bulkheadtest.AssertIsolated(t,
+//		bulkheadtest.Burst{Name: "payment", Workers: 6, Limit: 2, Gate: pay,
+//			Call: func(ctx context.Context) error { return get(ctx, paymentClient, srv.URL+"/pay") }},
+//		bulkheadtest.Burst{Name: "inventory", Workers: 8, Limit: 8, Gate: stock,
+//			Call: func(ctx context.Context) error { return get(ctx, inventoryClient, srv.URL+"/stock") }},
+//	)
+//
+// The package depends only on the root package's error vocabulary, so it
+// proves semaphore and pool bulkheads alike, and anything else that rejects
+// with [bulkhead.ErrBulkheadFull].
+package bulkheadtest
