@@ -1,0 +1,73 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/future"
+	"github.com/bulkhead-go/bulkhead/pool"
+)
+
+func ExampleSubmit() {
+	ctx := context.Background()
+	prices, err := pool.New("prices", pool.Config{MaxWorkers: 4, QueueCapacity: 16})
+	if err != nil {
+		panic(err)
+	}
+	defer prices.Close(ctx)
+
+	// Fan out, do something else meanwhile, then collect in order.
+	var fs []*future.Future[int]
+	for _, sku := range []int{1, 2, 3} {
+		f, err := pool.Submit(ctx, prices, func(ctx context.Context) (int, error) {
+			return sku * 100, nil // call the price service here
+		})
+		if err != nil {
+			panic(err)
+		}
+		fs = append(fs, f)
+	}
+	all, err := future.All(ctx, fs...)
+	fmt.Println(all, err)
+	// Output: [100 200 300] <nil>
+}
+
+func ExampleBulkhead_Go() {
+	ctx := context.Background()
+	audit, _ := pool.New("audit", pool.Config{MaxWorkers: 1, QueueCapacity: 1})
+	defer audit.Close(ctx)
+
+	release := make(chan struct{})
+	first, _ := audit.Go(ctx, func(context.Context) error { <-release; return nil })
+	second, _ := audit.Go(ctx, func(context.Context) error { return nil }) // queued
+	_, err := audit.Go(ctx, func(context.Context) error { return nil })
+	fmt.Println(errors.Is(err, bulkhead.ErrBulkheadFull))
+	fmt.Println(err)
+
+	close(release)
+	_, err1 := first.Wait(ctx)
+	_, err2 := second.Wait(ctx)
+	s := audit.Stats()
+	fmt.Println(err1, err2, "permitted", s.Permitted, "rejected", s.Rejected)
+	// Output:
+	// true
+	// bulkhead "audit" (pool) is full: 1 workers busy and 1 queued tasks
+	// <nil> <nil> permitted 2 rejected 1
+}
+
+func ExampleBulkhead_Close() {
+	b, _ := pool.New("reports", pool.DefaultConfig())
+	f, _ := pool.Submit(context.Background(), b, func(context.Context) (string, error) { return "done", nil })
+
+	// Close lets accepted work finish, then refuses new work.
+	fmt.Println(b.Close(context.Background()))
+	fmt.Println(f.Result())
+	_, err := pool.Submit(context.Background(), b, func(context.Context) (string, error) { return "", nil })
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// done <nil>
+	// bulkhead: closed
+}

@@ -1,0 +1,209 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead/future"
+)
+
+// errGoexit completes the future of a task that called runtime.Goexit.
+var errGoexit = errors.New("pool: task called runtime.Goexit")
+
+type nodeState uint8
+
+const (
+	stNew     nodeState = iota // being submitted
+	stQueued                   // in the queue
+	stRunning                  // counted in active, on a worker
+	stDone                     // finished, or dropped before it ran
+)
+
+// job is the typed part of a task: its function, result and future.
+type job interface {
+	exec()            // runs the function on the node's context and stores the result
+	setErr(err error) // replaces the stored result with a failure
+	result() error    // the stored error
+	settle()          // completes the future with the stored result
+	fail(err error)   // completes the future with err; the function never ran
+}
+
+// node is the untyped part of a task: its place in the bulkhead's lists and
+// its context. The list links and state are guarded by the bulkhead's mutex.
+type node struct {
+	b          *Bulkhead
+	j          job
+	prev, next *node
+	timer      *time.Timer // MaxWaitDuration expiry while queued
+	queuedAt   int64       // from now(); set only while someone is subscribed
+	state      nodeState
+	ctx        runCtx
+}
+
+// Cancel is what Future.Cancel calls: see [future.Future.Cancel].
+func (n *node) Cancel() { n.b.cancel(n, context.Canceled) }
+
+// parentDone runs when the submitter's context ends.
+func (n *node) parentDone() { n.b.cancel(n, n.ctx.parent.Err()) }
+
+// expire runs when the node has waited MaxWaitDuration.
+func (n *node) expire() { n.b.expire(n) }
+
+// task is one submitted function with its future, all in one allocation.
+type task[T any] struct {
+	node
+	p     future.Promise[T]
+	fn    func(context.Context) (T, error)
+	fnErr func(context.Context) error // Go's function; fn is nil then
+	v     T
+	err   error
+}
+
+func (t *task[T]) exec() {
+	if t.fnErr != nil {
+		t.err = t.fnErr(&t.ctx)
+		return
+	}
+	t.v, t.err = t.fn(&t.ctx)
+}
+
+func (t *task[T]) setErr(err error) {
+	var zero T
+	t.v, t.err = zero, err
+}
+
+func (t *task[T]) result() error { return t.err }
+func (t *task[T]) settle()       { t.p.Complete(t.v, t.err) }
+func (t *task[T]) fail(err error) {
+	var zero T
+	t.p.Complete(zero, err)
+}
+
+// runCtx is the context a task runs with. It carries the submitter's values
+// and deadline, and is cancelled when the submitter's context ends, when the
+// task's future is cancelled, when Close gives up waiting, and when the task
+// returns. It lives inside the task, so it costs no allocation of its own.
+//
+// Its Value hides the submitter's cancellation (as [context.WithoutCancel]
+// does), so that context.Cause of a task's context reports its own Err. It
+// has an AfterFunc method, so that contexts derived from it inside the task
+// (context.WithTimeout and the like) need no watching goroutine.
+type runCtx struct {
+	parent context.Context
+	vals   context.Context
+	stop   func() bool // stops the watch on parent; nil if parent cannot end
+
+	mu     sync.Mutex
+	done   atomic.Value // chan struct{}, made lazily
+	err    error
+	afters *afterFunc // functions to run when done, newest first
+}
+
+type afterFunc struct {
+	f          func()
+	prev, next *afterFunc
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c *runCtx) Value(key any) any           { return c.vals.Value(key) }
+
+func (c *runCtx) Done() <-chan struct{} {
+	if d := c.done.Load(); d != nil {
+		return d.(chan struct{})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.done.Load()
+	if d == nil {
+		if c.err != nil {
+			d = closedChan
+		} else {
+			d = make(chan struct{})
+		}
+		c.done.Store(d)
+	}
+	return d.(chan struct{})
+}
+
+func (c *runCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *runCtx) String() string { return "pool task context" }
+
+// AfterFunc arranges for f to run in its own goroutine once c is done, as
+// [context.AfterFunc] does; the context package calls it for contexts
+// derived from c.
+func (c *runCtx) AfterFunc(f func()) (stop func() bool) {
+	a := &afterFunc{f: f}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	a.next = c.afters
+	if a.next != nil {
+		a.next.prev = a
+	}
+	c.afters = a
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if a.f == nil { // already run, or already stopped
+			return false
+		}
+		a.f = nil
+		if a.prev == nil {
+			c.afters = a.next
+		} else {
+			a.prev.next = a.next
+		}
+		if a.next != nil {
+			a.next.prev = a.prev
+		}
+		return true
+	}
+}
+
+// cancel ends c with err (the first call wins).
+func (c *runCtx) cancel(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	if d, _ := c.done.Load().(chan struct{}); d != nil { // else Done makes it closed
+		close(d)
+	}
+	var fs []func()
+	for a := c.afters; a != nil; a = a.next {
+		fs = append(fs, a.f)
+		a.f = nil
+	}
+	c.afters = nil
+	c.mu.Unlock()
+	for _, f := range fs {
+		go f()
+	}
+}
+
+// isDone reports whether c has been cancelled.
+func (c *runCtx) isDone() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
+}
