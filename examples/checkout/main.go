@@ -13,9 +13,13 @@
 //     payment requests while stock checks are measured, without and with
 //     bulkheads.
 //
+// With -serve ADDR it also serves the bulkheads of scenario 1 while it
+// runs, and keeps serving until interrupted: /metrics in Prometheus' text
+// format and /bulkheads as JSON (configuration, Stats and recent events).
+//
 // Usage:
 //
-//	go run ./examples/checkout [-pay-delay 2s]
+//	go run ./examples/checkout [-pay-delay 2s] [-serve :8080]
 package main
 
 import (
@@ -24,9 +28,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bulkhead-go/bulkhead/registry"
 )
 
 func main() {
@@ -38,18 +50,72 @@ func main() {
 		fmt.Fprintln(os.Stderr, "checkout:", err)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Stdout, o); err != nil {
+	if o.Serve == "" {
+		err = run(ctx, os.Stdout, o)
+	} else {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", o.Serve); err == nil {
+			err = serve(ctx, os.Stdout, o, ln)
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "checkout:", err)
 		os.Exit(1)
 	}
+}
+
+// serve serves /metrics and /bulkheads on ln from the start, runs the
+// scenarios with scenario 1 on the served registry, and then keeps serving
+// until ctx ends.
+func serve(ctx context.Context, w io.Writer, o options, ln net.Listener) error {
+	reg, err := newRegistry()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer reg.Close(context.Background())
+	metrics := prometheus.NewRegistry()
+	unregister, err := reg.RegisterMetrics(metrics, registry.MetricsOptions{Histograms: true})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer unregister()
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	mux.Handle("/bulkheads", reg.Handler()) // from now on it records events
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(w, "serving http://%s/metrics and http://%[1]s/bulkheads\n\n", ln.Addr())
+
+	o.registry = reg
+	err = run(ctx, w, o)
+	if err == nil {
+		fmt.Fprintln(w, "still serving /metrics and /bulkheads; interrupt to stop")
+		<-ctx.Done()
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdown)
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
 }
 
 // options are the demo's settings.
 type options struct {
 	// PayDelay is how long the payment stub takes to answer a call.
 	PayDelay time.Duration
+	// Serve is the address to serve /metrics and /bulkheads on; empty for
+	// none.
+	Serve string
+
+	// registry, when set, supplies scenario 1's bulkheads.
+	registry *registry.Registry
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -57,6 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	var o options
 	fs.DurationVar(&o.PayDelay, "pay-delay", 2*time.Second, "how long the payment stub takes to answer")
+	fs.StringVar(&o.Serve, "serve", "", "serve /metrics and /bulkheads on this address (e.g. :8080) until interrupted")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

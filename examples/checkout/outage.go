@@ -82,7 +82,7 @@ func outageVariant(ctx context.Context, o options, withBulkheads bool) (outageRu
 	payClient, closePay := newClient(nil)
 	invClient, closeInv := newClient(nil)
 	if withBulkheads {
-		payment, inventory, err := newBulkheads()
+		payment, inventory, err := newBulkheads(nil)
 		if err != nil {
 			return outageRun{}, err
 		}

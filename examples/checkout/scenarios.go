@@ -24,21 +24,6 @@ const (
 	inventoryWorkers = 8
 )
 
-// newBulkheads builds the checkout's bulkheads, one per dependency, as the
-// article's application.yml configures them: payment 2 concurrent calls,
-// inventory 8, neither waiting for a permit. Each scenario builds its own.
-func newBulkheads() (payment, inventory *semaphore.Bulkhead, err error) {
-	payment, err = semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 2, MaxWaitDuration: 0})
-	if err != nil {
-		return nil, nil, err
-	}
-	inventory, err = semaphore.New("inventory", semaphore.Config{MaxConcurrentCalls: 8, MaxWaitDuration: 0})
-	if err != nil {
-		return nil, nil, err
-	}
-	return payment, inventory, nil
-}
-
 // run runs the three scenarios side by side, so that the whole demo takes
 // about as long as its slowest scenario, and prints their reports in order.
 func run(ctx context.Context, w io.Writer, o options) error {
@@ -88,7 +73,7 @@ func (r isolation) resultLine() string {
 // isolated is scenario 1: the article's proof, each dependency on its own
 // bulkhead and http.Client.
 func isolated(ctx context.Context, w io.Writer, o options) (isolation, error) {
-	payment, inventory, err := newBulkheads()
+	payment, inventory, err := newBulkheads(o.registry)
 	if err != nil {
 		return isolation{}, err
 	}
@@ -156,7 +141,7 @@ type sharing struct {
 // of 8 permits. The slow payment calls come first, as they do in an outage,
 // and the inventory calls arrive while they hold their permits.
 func shared(ctx context.Context, w io.Writer, o options) (sharing, error) {
-	payment, inventory, err := newBulkheads() // what each dependency was meant to get
+	payment, inventory, err := newBulkheads(nil) // what each dependency was meant to get
 	if err != nil {
 		return sharing{}, err
 	}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+
+	"github.com/bulkhead-go/bulkhead/registry"
+	"github.com/bulkhead-go/bulkhead/semaphore"
+)
+
+// bulkheadsYAML configures the checkout's bulkheads, one per dependency:
+// payment 2 concurrent calls, inventory 8, neither waiting for a permit.
+//
+//go:embed bulkheads.yml
+var bulkheadsYAML []byte
+
+// newRegistry loads bulkheads.yml into a new registry. Each scenario builds
+// its own, since they run side by side.
+func newRegistry() (*registry.Registry, error) {
+	cfg, err := registry.Load(bytes.NewReader(bulkheadsYAML))
+	if err != nil {
+		return nil, fmt.Errorf("bulkheads.yml: %w", err)
+	}
+	return registry.New(cfg)
+}
+
+// newBulkheads returns the payment and inventory bulkheads of reg, or of a
+// new registry loaded from bulkheads.yml when reg is nil.
+func newBulkheads(reg *registry.Registry) (payment, inventory *semaphore.Bulkhead, err error) {
+	if reg == nil {
+		if reg, err = newRegistry(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if payment, err = reg.Semaphore("payment"); err != nil {
+		return nil, nil, err
+	}
+	if inventory, err = reg.Semaphore("inventory"); err != nil {
+		return nil, nil, err
+	}
+	return payment, inventory, nil
+}

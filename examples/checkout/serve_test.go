@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// signalWriter collects output and closes seen once it contains marker.
+type signalWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	marker string
+	seen   chan struct{}
+}
+
+func (s *signalWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.buf.Write(p)
+	if s.seen != nil && strings.Contains(s.buf.String(), s.marker) {
+		close(s.seen)
+		s.seen = nil
+	}
+	return n, err
+}
+
+func fetch(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d, %v", url, resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+func TestServeExposesScenarioOneUntilInterrupted(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(guarded(t))
+	defer cancel()
+	seen := make(chan struct{})
+	w := &signalWriter{marker: "still serving", seen: seen}
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, w, fast, ln) }()
+	select {
+	case <-seen:
+	case err := <-done:
+		t.Fatalf("serve returned early: %v\n%s", err, w.buf.String())
+	}
+	base := "http://" + ln.Addr().String()
+
+	metrics := fetch(t, base+"/metrics")
+	for _, want := range []string{
+		`bulkhead_max_allowed_concurrent_calls{kind="semaphore",name="payment"} 2`,
+		`bulkhead_max_allowed_concurrent_calls{kind="semaphore",name="inventory"} 8`,
+		`bulkhead_available_concurrent_calls{kind="semaphore",name="payment"} 2`,
+		`bulkhead_calls_rejected_total{kind="semaphore",name="payment"} 4`,
+		`bulkhead_calls_permitted_total{kind="semaphore",name="inventory"} 8`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	var status any
+	if err := json.Unmarshal([]byte(fetch(t, base+"/bulkheads")), &status); err != nil {
+		t.Fatalf("/bulkheads is not JSON: %v", err)
+	}
+	if s := fetch(t, base+"/bulkheads"); !strings.Contains(s, `"payment"`) || !strings.Contains(s, `"inventory"`) {
+		t.Errorf("/bulkheads lacks the instances:\n%s", s)
+	}
+
+	cancel() // the interrupt
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if lines := resultLines(w.buf.String()); len(lines) != 1 || lines[0] != wantResult {
+		t.Errorf("RESULT lines %q", lines)
+	}
+}

@@ -1,0 +1,169 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead"
+)
+
+func getStatus(t *testing.T, h http.Handler, target string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	return rec.Code, rec.Body.String()
+}
+
+func TestHandlerJSON(t *testing.T) {
+	r := newTestRegistry(t, `
+bulkhead:
+  instances:
+    payment: {maxConcurrentCalls: 2, maxWaitDuration: 0, eventConsumerBufferSize: 3}
+thread-pool-bulkhead:
+  instances:
+    emails: {maxWorkers: 2, queueCapacity: 5, keepAlive: 1s}
+`)
+	pay, _ := r.Semaphore("payment")
+	_ = pay.Do(context.Background(), func(context.Context) error { return nil }) // before Handler: not recorded
+	h := r.Handler()
+	ctx := context.Background()
+	_ = pay.Do(ctx, func(context.Context) error { return errors.New("x") })
+	pay.TryAcquire()
+	pay.TryAcquire()
+	pay.TryAcquire() // rejected
+	pay.Release()
+	pay.Release()
+
+	code, body := getStatus(t, h, "/bulkheads")
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	var st Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatalf("%v in %s", err, body)
+	}
+	if len(st.Instances) != 2 || st.Instances[0].Name != "emails" || st.Instances[1].Name != "payment" {
+		t.Fatalf("instances %+v", st.Instances)
+	}
+	em, p := st.Instances[0], st.Instances[1]
+	if em.Kind != "pool" || em.Config.MaxWorkers != 2 || em.Config.QueueCapacity == nil || *em.Config.QueueCapacity != 5 || em.Config.KeepAlive != "1s" {
+		t.Errorf("emails %+v", em)
+	}
+	if p.Kind != "semaphore" || p.Config.MaxConcurrentCalls != 2 || p.Config.MaxWaitDuration != "0s" {
+		t.Errorf("payment config %+v", p.Config)
+	}
+	want := StatusStats{MaxConcurrentCalls: 2, AvailableConcurrentCalls: 2, Permitted: 4, Rejected: 1, Finished: 4, Failed: 1}
+	if p.Stats != want {
+		t.Errorf("payment stats %+v, want %+v", p.Stats, want)
+	}
+	// Bounded to the last 3: rejected, finished, finished.
+	var types []string
+	for _, e := range p.Events {
+		types = append(types, e.Type+"/"+e.Outcome)
+		if e.Time.IsZero() {
+			t.Error("event without time")
+		}
+	}
+	if !equal(types, []string{"rejected/full", "finished/success", "finished/success"}) {
+		t.Errorf("events %v", types)
+	}
+	if em.Events == nil || len(em.Events) != 0 {
+		t.Errorf("emails events %v, want an empty list", em.Events)
+	}
+
+	code, body = getStatus(t, h, "/bulkheads?name=emails")
+	if code != http.StatusOK || strings.Contains(body, "payment") {
+		t.Errorf("?name=emails: %d %s", code, body)
+	}
+	if code, _ = getStatus(t, h, "/bulkheads?name=nope"); code != http.StatusNotFound {
+		t.Errorf("unknown name: %d", code)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/bulkheads", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d", rec.Code)
+	}
+}
+
+func TestRingKeepsNewest(t *testing.T) {
+	rg := newRing(3)
+	for i := range 7 {
+		rg.add(bulkhead.Event{Wait: time.Duration(i)})
+	}
+	var got []time.Duration
+	for _, e := range rg.events() {
+		got = append(got, e.Wait)
+	}
+	if len(got) != 3 || got[0] != 4 || got[2] != 6 {
+		t.Fatalf("ring kept %v, want [4 5 6]", got)
+	}
+}
+
+func TestOutcomeWords(t *testing.T) {
+	tests := []struct {
+		e    bulkhead.Event
+		want string
+	}{
+		{bulkhead.Event{Type: bulkhead.EventPermitted}, ""},
+		{bulkhead.Event{Type: bulkhead.EventRejected, Err: &bulkhead.FullError{}}, "full"},
+		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: context.Canceled}, "canceled"},
+		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: context.DeadlineExceeded}, "deadline-exceeded"},
+		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: bulkhead.ErrClosed}, "closed"},
+		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: errors.New("secret")}, "other"},
+		{bulkhead.Event{Type: bulkhead.EventFinished}, "success"},
+		{bulkhead.Event{Type: bulkhead.EventFinished, Err: errors.New("secret")}, "error"},
+		{bulkhead.Event{Type: bulkhead.EventFinished, Err: &bulkhead.PanicError{Value: "secret"}}, "panic"},
+	}
+	for _, tt := range tests {
+		if got := outcome(tt.e); got != tt.want {
+			t.Errorf("outcome(%v) = %q, want %q", tt.e, got, tt.want)
+		}
+	}
+}
+
+// TestHandlerRevealsNoSecrets loads a Spring file holding a password, tags
+// and other sections, makes calls fail with errors that carry a secret, and
+// checks that none of it reaches the status page.
+func TestHandlerRevealsNoSecrets(t *testing.T) {
+	const secret = "hunter2-secret"
+	t.Setenv("DB_PASSWORD", secret)
+	cfg, err := LoadFile("testdata/application.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	h := r.Handler()
+	ctx := context.Background()
+	pay, _ := r.Semaphore("payment")
+	_ = pay.Do(ctx, func(context.Context) error { return errors.New("dial db password=" + secret) })
+	func() {
+		defer func() { _ = recover() }()
+		_ = pay.Do(ctx, func(context.Context) error { panic(secret) })
+	}()
+	em, _ := r.Pool("emails")
+	f, _ := em.Go(ctx, func(context.Context) error { return errors.New(secret) })
+	_, _ = f.Wait(ctx)
+	cctx, cancel := context.WithCancelCause(ctx)
+	cancel(errors.New(secret))
+	_ = pay.Do(cctx, func(context.Context) error { return nil })
+
+	_, body := getStatus(t, h, "/bulkheads")
+	for _, bad := range []string{secret, "hunter2", "jdbc", "postgresql", "checkout", "team", "MdcPropagator", "slidingWindowSize"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("status page contains %q:\n%s", bad, body)
+		}
+	}
+	if !strings.Contains(body, `"outcome": "error"`) || !strings.Contains(body, `"outcome": "panic"`) {
+		t.Errorf("status page lacks the failures' outcomes:\n%s", body)
+	}
+}
