@@ -1,0 +1,104 @@
+package bench
+
+// This library's pool bulkhead: tasks run on its own workers behind a
+// bounded FIFO queue, and every Submit returns a typed future.
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/bulkhead-go/bulkhead/future"
+	"github.com/bulkhead-go/bulkhead/pool"
+)
+
+func newPool(b *testing.B, workers, queue int) *pool.Bulkhead {
+	p, err := pool.New("bench", pool.Config{MaxWorkers: workers, QueueCapacity: queue})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := p.Close(bg); err != nil {
+			b.Error(err)
+		}
+	})
+	return p
+}
+
+// poolJoin submits fn and waits for it.
+func poolJoin(p *pool.Bulkhead, fn func(context.Context) (int, error)) (int, error) {
+	f, err := pool.Submit(bg, p, fn)
+	if err != nil {
+		return 0, err
+	}
+	return f.Wait(bg)
+}
+
+func init() {
+	rejectCases = append(rejectCases,
+		opCase{oursKind, "pool_Submit", func(b *testing.B) func() {
+			// 8 workers busy and a queue of 8 full.
+			p := newPool(b, heldLimit, heldLimit)
+			occupy(b, heldLimit, func(task func()) {
+				if _, err := pool.Submit(bg, p, func(context.Context) (int, error) { task(); return 0, nil }); err != nil {
+					b.Fatal(err)
+				}
+			})
+			for range heldLimit {
+				if _, err := pool.Submit(bg, p, answer); err != nil {
+					b.Fatal(err)
+				}
+			}
+			return func() {
+				if _, err := pool.Submit(bg, p, answer); err == nil {
+					panic("bench: the pool accepted a task while full")
+				}
+			}
+		}},
+	)
+	joinCases = append(joinCases,
+		opCase{oursKind, "pool_Submit_Wait", func(b *testing.B) func() {
+			p := newPool(b, joinWorkers, joinWorkers)
+			return func() {
+				v, _ := poolJoin(p, answer)
+				sink.Store(int64(v))
+			}
+		}},
+	)
+	fanOutCases = append(fanOutCases,
+		opCase{oursKind, "pool_Submit_All", func(b *testing.B) func() {
+			// Room in the queue for a whole batch from every submitter, so
+			// that the batch queues instead of being rejected.
+			p := newPool(b, joinWorkers, fanOut*runtime.GOMAXPROCS(0))
+			return func() {
+				fs := make([]*future.Future[int], fanOut)
+				for i := range fs {
+					f, err := pool.Submit(bg, p, answer)
+					if err != nil {
+						panic(err)
+					}
+					fs[i] = f
+				}
+				res, _ := future.All(bg, fs...)
+				sink.Store(int64(res[fanOut-1]))
+			}
+		}},
+	)
+	trapCases = append(trapCases,
+		trapCase{oursKind, "pool_Submit_Wait", func(b *testing.B, body func()) func() {
+			p := newPool(b, trapLimit, trapLimit)
+			fn := func(context.Context) (int, error) { body(); return 0, nil }
+			return func() { _, _ = poolJoin(p, fn) }
+		}},
+	)
+	burstCases = append(burstCases,
+		burstCase{oursKind, "pool_Submit_Wait", func(b *testing.B, body func()) func() bool {
+			p := newPool(b, heldLimit, 0)
+			fn := func(context.Context) (int, error) { body(); return 0, nil }
+			return func() bool {
+				_, err := poolJoin(p, fn)
+				return err == nil
+			}
+		}},
+	)
+}
