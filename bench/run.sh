@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the comparison benchmarks and regenerates the tables in
-# docs/performance.md and the figures in docs/choosing.md.
+# docs/performance.md, the headline in README.md and the figures in docs/choosing.md.
 #
 #   ./run.sh                      # the default run: 6 interleaved rounds, -cpu=1,2 (+8 for contention)
 #   BENCH_COUNT=2 BENCH_TIME=10ms BENCH_FILTER='G1|G6' BENCH_DOCS=none ./run.sh   # a quick look
@@ -13,7 +13,7 @@
 #   BENCH_CONTENTION  pattern also run at -cpu=8 (default ^BenchmarkG[12]_/parallel/; none skips)
 #   BENCH_OUT     output directory (default results)
 #   BENCH_DOCS    files whose <!-- bench:begin NAME --> blocks are rewritten (default
-#                 ../docs/performance.md,../docs/choosing.md; none skips)
+#                 ../docs/performance.md,../docs/choosing.md,../README.md; none skips)
 set -euo pipefail
 cd "$(dirname "$0")"
 

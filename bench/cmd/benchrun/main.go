@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&o.contention, "contention", envOr("BENCH_CONTENTION", "^BenchmarkG[12]_/parallel/"), "benchmarks also run at -contention-cpu; \"none\" skips (env BENCH_CONTENTION)")
 	flag.StringVar(&o.contentionCPU, "contention-cpu", envOr("BENCH_CONTENTION_CPU", "8"), "-test.cpu for the contention benchmarks")
 	flag.StringVar(&o.out, "out", envOr("BENCH_OUT", "results"), "directory for the binary, the raw samples and benchstat's output (env BENCH_OUT)")
-	flag.StringVar(&o.docs, "docs", envOr("BENCH_DOCS", "../docs/performance.md,../docs/choosing.md"), "comma-separated files whose marker blocks are regenerated; \"none\" skips (env BENCH_DOCS)")
+	flag.StringVar(&o.docs, "docs", envOr("BENCH_DOCS", "../docs/performance.md,../docs/choosing.md,../README.md"), "comma-separated files whose marker blocks are regenerated; \"none\" skips (env BENCH_DOCS)")
 	flag.StringVar(&o.benchstat, "benchstat", envOr("BENCHSTAT", ""), "benchstat binary (default: PATH, then $(go env GOPATH)/bin)")
 	flag.Parse()
 	if o.count < 1 {
