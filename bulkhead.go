@@ -58,25 +58,23 @@ type FullError struct {
 	Waited bool
 }
 
-// Error names the bulkhead and its limits.
+// Error names the bulkhead and its limits, for example
+// `bulkhead "payment" (semaphore) is full (maxConcurrentCalls 2)` or
+// `bulkhead "lookups" (pool) is full (maxWorkers 4, queueCapacity 10): task
+// not started within 1s`.
 func (e *FullError) Error() string {
 	var s string
-	switch e.Kind {
-	case Pool:
-		s = fmt.Sprintf("bulkhead %q (pool) is full: %d workers", e.Name, e.MaxConcurrentCalls)
-		if e.QueueCapacity > 0 {
-			s += fmt.Sprintf(" busy and %d queued tasks", e.QueueCapacity)
-		} else {
-			s += " busy and no queue"
-		}
-	default:
-		s = fmt.Sprintf("bulkhead %q (%s) is full: %d concurrent calls", e.Name, e.Kind, e.MaxConcurrentCalls)
+	if e.Kind == Pool {
+		s = fmt.Sprintf("bulkhead %q (pool) is full (maxWorkers %d, queueCapacity %d)",
+			e.Name, e.MaxConcurrentCalls, e.QueueCapacity)
+	} else {
+		s = fmt.Sprintf("bulkhead %q (%s) is full (maxConcurrentCalls %d)", e.Name, e.Kind, e.MaxConcurrentCalls)
 	}
 	if e.Waited {
 		if e.Kind == Pool {
-			s += fmt.Sprintf("; task not started within %v", e.MaxWaitDuration)
+			s += fmt.Sprintf(": task not started within %v", e.MaxWaitDuration)
 		} else {
-			s += fmt.Sprintf("; no permit within %v", e.MaxWaitDuration)
+			s += fmt.Sprintf(": no permit within %v", e.MaxWaitDuration)
 		}
 	}
 	return s
@@ -110,7 +108,9 @@ func (e *PanicError) Unwrap() error {
 // waiting), Permitted == Finished + InFlight exactly; while calls run, the
 // fields are read one by one and may be a few calls apart.
 type Stats struct {
+	// Name is the bulkhead's name.
 	Name string
+	// Kind is the bulkhead's kind.
 	Kind Kind
 
 	// MaxConcurrentCalls is the limit in force: permits for a semaphore,

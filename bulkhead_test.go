@@ -36,15 +36,15 @@ func TestFullErrorMessages(t *testing.T) {
 		want string
 	}{
 		{bulkhead.FullError{Name: "payment", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2},
-			`bulkhead "payment" (semaphore) is full: 2 concurrent calls`},
+			`bulkhead "payment" (semaphore) is full (maxConcurrentCalls 2)`},
 		{bulkhead.FullError{Name: "payment", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, MaxWaitDuration: time.Second, Waited: true},
-			`bulkhead "payment" (semaphore) is full: 2 concurrent calls; no permit within 1s`},
+			`bulkhead "payment" (semaphore) is full (maxConcurrentCalls 2): no permit within 1s`},
 		{bulkhead.FullError{Name: "lookups", Kind: bulkhead.Pool, MaxConcurrentCalls: 4, QueueCapacity: 10},
-			`bulkhead "lookups" (pool) is full: 4 workers busy and 10 queued tasks`},
+			`bulkhead "lookups" (pool) is full (maxWorkers 4, queueCapacity 10)`},
 		{bulkhead.FullError{Name: "lookups", Kind: bulkhead.Pool, MaxConcurrentCalls: 4},
-			`bulkhead "lookups" (pool) is full: 4 workers busy and no queue`},
+			`bulkhead "lookups" (pool) is full (maxWorkers 4, queueCapacity 0)`},
 		{bulkhead.FullError{Name: "lookups", Kind: bulkhead.Pool, MaxConcurrentCalls: 4, QueueCapacity: 1, MaxWaitDuration: time.Millisecond, Waited: true},
-			`bulkhead "lookups" (pool) is full: 4 workers busy and 1 queued tasks; task not started within 1ms`},
+			`bulkhead "lookups" (pool) is full (maxWorkers 4, queueCapacity 1): task not started within 1ms`},
 	}
 	for _, c := range cases {
 		if got := c.err.Error(); got != c.want {

@@ -53,7 +53,7 @@ func ExampleBulkhead_Go() {
 	fmt.Println(err1, err2, "permitted", s.Permitted, "rejected", s.Rejected)
 	// Output:
 	// true
-	// bulkhead "audit" (pool) is full: 1 workers busy and 1 queued tasks
+	// bulkhead "audit" (pool) is full (maxWorkers 1, queueCapacity 1)
 	// <nil> <nil> permitted 2 rejected 1
 }
 

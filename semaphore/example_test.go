@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -27,7 +29,7 @@ func ExampleBulkhead_Do() {
 	fmt.Println("outer call:", err)
 	// Output:
 	// nested call rejected: true
-	// bulkhead "payment" (semaphore) is full: 1 concurrent calls
+	// bulkhead "payment" (semaphore) is full (maxConcurrentCalls 1)
 	// outer call: <nil>
 }
 
@@ -53,9 +55,25 @@ func ExampleBulkhead_TryAcquire() {
 }
 
 func ExampleTransport() {
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "paid")
+	}))
+	defer gateway.Close()
+
 	payment, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 2})
-	client := &http.Client{Transport: semaphore.Transport(payment, http.DefaultTransport)}
-	_ = client // every request through client now holds a payment permit until its body is closed
-	fmt.Println(payment.Stats().MaxConcurrentCalls)
-	// Output: 2
+	client := &http.Client{Transport: semaphore.Transport(payment, nil)}
+	defer client.CloseIdleConnections()
+
+	resp, err := client.Get(gateway.URL)
+	if err != nil {
+		fmt.Println(err) // errors.Is(err, bulkhead.ErrBulkheadFull) when payment is saturated
+		return
+	}
+	fmt.Println("in flight while the body is open:", payment.Stats().InFlight)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(string(body), "- in flight after Close:", payment.Stats().InFlight)
+	// Output:
+	// in flight while the body is open: 1
+	// paid - in flight after Close: 0
 }

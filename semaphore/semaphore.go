@@ -122,8 +122,11 @@ func (b *Bulkhead) Name() string { return b.name }
 func (b *Bulkhead) Config() Config { return *b.cfg.Load() }
 
 // Subscribe calls fn with every event of this Bulkhead until cancel is
-// called. fn runs on the goroutine of the call it reports, with no lock held;
-// it must be quick, and a panic in it is recovered and ignored.
+// called. fn runs with no lock held, on the goroutine of the call it reports
+// (for a response body that [Transport] saw dropped without Close, on the
+// runtime's cleanup goroutine). It must be quick; a panic in it is recovered
+// and ignored, and it must not end its goroutine (runtime.Goexit,
+// testing.T.FailNow).
 func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	return b.hub.Subscribe(fn)
 }
@@ -157,13 +160,20 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 		}
 		return nil
 	}
-	return b.acquireFull(ctx)
+	start, err := b.acquireFull(ctx)
+	if err == nil {
+		b.permitted(start)
+	}
+	return err
 }
 
-// acquireFull is Acquire once the fast path found no free permit.
-func (b *Bulkhead) acquireFull(ctx context.Context) error {
+// acquireFull is Acquire once the fast path found no free permit. It
+// publishes a rejection or cancellation itself, but leaves EventPermitted
+// to its caller, with the time the wait started (zero when nobody
+// subscribes).
+func (b *Bulkhead) acquireFull(ctx context.Context) (time.Time, error) {
 	if b.maxWait.Load() <= 0 {
-		return b.reject(time.Time{}, false)
+		return time.Time{}, b.reject(time.Time{}, false)
 	}
 	return b.acquireSlow(ctx)
 }
@@ -182,16 +192,11 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) (err 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	var start time.Time // when the wait began, then when fn began; zero without subscribers
 	if !b.tryFast() {
-		if err := b.acquireFull(ctx); err != nil {
+		if start, err = b.acquireFull(ctx); err != nil {
 			return err
 		}
-	} else if b.hub.Active() {
-		b.publish(bulkhead.EventPermitted, time.Time{}, nil)
-	}
-	var start time.Time
-	if b.hub.Active() {
-		start = time.Now()
 	}
 	returned := false
 	defer func() {
@@ -199,6 +204,12 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) (err 
 			b.abort(start, recover())
 		}
 	}()
+	if b.hub.Active() {
+		// Published under the defer, so that even a listener that ends the
+		// goroutine (runtime.Goexit, t.FailNow) cannot strand the permit.
+		b.permitted(start)
+		start = time.Now()
+	}
 	err = fn(ctx)
 	returned = true
 	b.finish(start, err, err != nil)
@@ -301,7 +312,7 @@ func (b *Bulkhead) tryFast() bool {
 	}
 }
 
-func (b *Bulkhead) acquireSlow(ctx context.Context) error {
+func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 	var start time.Time
 	if b.hub.Active() {
 		start = time.Now()
@@ -314,12 +325,12 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) error {
 				continue // a fast-path caller or a release raced us; look again
 			}
 			b.mu.Unlock()
-			b.permitted(start)
-			return nil
+			return start, nil
 		}
-		if s>>waitShift == maxWaiters {
+		if s>>waitShift == maxWaiters || b.maxWait.Load() <= 0 {
+			// Too many waiters, or Reconfigure has just turned waiting off.
 			b.mu.Unlock()
-			return b.reject(start, false)
+			return start, b.reject(start, false)
 		}
 		if b.state.CompareAndSwap(s, s+oneWaiter) {
 			break
@@ -334,25 +345,23 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) error {
 	defer timer.Stop()
 	select {
 	case <-w.ready:
-		b.permitted(start)
-		return nil
+		return start, nil
 	case <-ctx.Done():
 		if b.leave(w) {
 			b.cancelled.Add(1)
 			if b.hub.Active() {
 				b.publish(bulkhead.EventCancelled, start, ctx.Err())
 			}
-			return ctx.Err()
+			return start, ctx.Err()
 		}
 	case <-timer.C:
 		if b.leave(w) {
-			return b.reject(start, true)
+			return start, b.reject(start, true)
 		}
 	}
 	// The permit was handed to us while we gave up: keep it, the hand-off
 	// came first.
-	b.permitted(start)
-	return nil
+	return start, nil
 }
 
 // leave takes w out of the queue and reports true, or reports false if w
@@ -415,12 +424,19 @@ func (b *Bulkhead) publishFinished(start time.Time, err error) {
 }
 
 func (b *Bulkhead) releasePermit() {
-	s := b.state.Add(^uint64(0)) // one permit fewer in use
-	if s&fieldMask == fieldMask {
-		b.overReleased()
-	}
-	if s>>waitShift != 0 {
-		b.grantWaiters()
+	for {
+		s := b.state.Load()
+		if s&fieldMask == 0 {
+			// Checked before the subtraction, so that a wrong Release
+			// leaves the state as it was, even when several race.
+			panic("semaphore: Release called without a held permit")
+		}
+		if b.state.CompareAndSwap(s, s-1) {
+			if s>>waitShift != 0 {
+				b.grantWaiters()
+			}
+			return
+		}
 	}
 }
 
@@ -433,15 +449,6 @@ func (b *Bulkhead) grantWaiters() {
 	for b.grantLocked() {
 	}
 	b.mu.Unlock()
-}
-
-// overReleased undoes a release that found no permit in use (the
-// subtraction borrowed from the limit field) and panics.
-//
-//go:noinline
-func (b *Bulkhead) overReleased() {
-	b.state.Add(1)
-	panic("semaphore: Release called without a held permit")
 }
 
 func (b *Bulkhead) permitted(start time.Time) {

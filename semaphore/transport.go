@@ -14,7 +14,10 @@ import (
 // until the response body is closed or read to EOF, because the dependency is
 // busy until then; a failed round trip releases it at once. A response whose
 // body is dropped without being closed returns its permit only when the
-// garbage collector finds the body, so always close response bodies.
+// garbage collector finds the body (and its EventFinished is then published
+// on the runtime's cleanup goroutine), so always close response bodies.
+// http.Client.CloseIdleConnections reaches next through the returned
+// RoundTripper.
 //
 // A rejected request fails with b's [*bulkhead.FullError], which http.Client
 // wraps in a *url.Error: errors.Is(err, bulkhead.ErrBulkheadFull) still
@@ -32,6 +35,14 @@ func Transport(b *Bulkhead, next http.RoundTripper) http.RoundTripper {
 type transport struct {
 	b    *Bulkhead
 	next http.RoundTripper
+}
+
+// CloseIdleConnections closes next's idle connections, if next can, so that
+// http.Client.CloseIdleConnections reaches through the bulkhead.
+func (t *transport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
