@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"fmt"
 
@@ -26,18 +27,23 @@ func newRegistry() (*registry.Registry, error) {
 }
 
 // newBulkheads returns the payment and inventory bulkheads of reg, or of a
-// new registry loaded from bulkheads.yml when reg is nil.
-func newBulkheads(reg *registry.Registry) (payment, inventory *semaphore.Bulkhead, err error) {
+// new registry loaded from bulkheads.yml when reg is nil. Call done when the
+// bulkheads are no longer needed: it closes the registry it created, if any.
+func newBulkheads(reg *registry.Registry) (payment, inventory *semaphore.Bulkhead, done func(), err error) {
+	done = func() {}
 	if reg == nil {
 		if reg, err = newRegistry(); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		own := reg
+		done = func() { own.Close(context.Background()) }
 	}
-	if payment, err = reg.Semaphore("payment"); err != nil {
-		return nil, nil, err
+	if payment, err = reg.Semaphore("payment"); err == nil {
+		inventory, err = reg.Semaphore("inventory")
 	}
-	if inventory, err = reg.Semaphore("inventory"); err != nil {
-		return nil, nil, err
+	if err != nil {
+		done()
+		return nil, nil, nil, err
 	}
-	return payment, inventory, nil
+	return payment, inventory, done, nil
 }

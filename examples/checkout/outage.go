@@ -82,10 +82,11 @@ func outageVariant(ctx context.Context, o options, withBulkheads bool) (outageRu
 	payClient, closePay := newClient(nil)
 	invClient, closeInv := newClient(nil)
 	if withBulkheads {
-		payment, inventory, err := newBulkheads(nil)
+		payment, inventory, done, err := newBulkheads(nil)
 		if err != nil {
 			return outageRun{}, err
 		}
+		defer done()
 		payClient, closePay = newClient(payment)
 		invClient, closeInv = newClient(inventory)
 	}

@@ -73,10 +73,11 @@ func (r isolation) resultLine() string {
 // isolated is scenario 1: the article's proof, each dependency on its own
 // bulkhead and http.Client.
 func isolated(ctx context.Context, w io.Writer, o options) (isolation, error) {
-	payment, inventory, err := newBulkheads(o.registry)
+	payment, inventory, done, err := newBulkheads(o.registry)
 	if err != nil {
 		return isolation{}, err
 	}
+	defer done()
 	d := startDeps(o.PayDelay, nil)
 	defer d.close()
 	payClient, closePay := newClient(payment)
@@ -141,10 +142,11 @@ type sharing struct {
 // of 8 permits. The slow payment calls come first, as they do in an outage,
 // and the inventory calls arrive while they hold their permits.
 func shared(ctx context.Context, w io.Writer, o options) (sharing, error) {
-	payment, inventory, err := newBulkheads(nil) // what each dependency was meant to get
+	payment, inventory, done, err := newBulkheads(nil) // what each dependency was meant to get
 	if err != nil {
 		return sharing{}, err
 	}
+	defer done()
 	one, err := semaphore.New("shared", semaphore.Config{MaxConcurrentCalls: 8})
 	if err != nil {
 		return sharing{}, err

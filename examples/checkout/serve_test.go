@@ -10,23 +10,26 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
-// signalWriter collects output and closes seen once it contains marker.
+// signalWriter collects output and closes each channel of marks once the
+// output contains its key.
 type signalWriter struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	marker string
-	seen   chan struct{}
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	marks map[string]chan struct{}
 }
 
 func (s *signalWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, err := s.buf.Write(p)
-	if s.seen != nil && strings.Contains(s.buf.String(), s.marker) {
-		close(s.seen)
-		s.seen = nil
+	for marker, ch := range s.marks {
+		if strings.Contains(s.buf.String(), marker) {
+			close(ch)
+			delete(s.marks, marker)
+		}
 	}
 	return n, err
 }
@@ -45,6 +48,10 @@ func fetch(t *testing.T, url string) string {
 	return string(body)
 }
 
+// slow makes the scenarios outlast the first scrape comfortably; the
+// numbers do not depend on it.
+var slow = options{PayDelay: 300 * time.Millisecond}
+
 func TestServeExposesScenarioOneUntilInterrupted(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,16 +59,22 @@ func TestServeExposesScenarioOneUntilInterrupted(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(guarded(t))
 	defer cancel()
-	seen := make(chan struct{})
-	w := &signalWriter{marker: "still serving", seen: seen}
+	serving, seen := make(chan struct{}), make(chan struct{})
+	w := &signalWriter{marks: map[string]chan struct{}{"serving http://": serving, "still serving": seen}}
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, w, fast, ln) }()
+	go func() { done <- serve(ctx, w, slow, ln) }()
+	base := "http://" + ln.Addr().String()
+
+	// From the start: the file's instances are there while the scenarios run.
+	<-serving
+	if m := fetch(t, base+"/metrics"); !strings.Contains(m, `bulkhead_max_allowed_concurrent_calls{kind="semaphore",name="payment"} 2`) {
+		t.Errorf("/metrics before the scenarios end lacks payment:\n%s", m)
+	}
 	select {
 	case <-seen:
 	case err := <-done:
 		t.Fatalf("serve returned early: %v\n%s", err, w.buf.String())
 	}
-	base := "http://" + ln.Addr().String()
 
 	metrics := fetch(t, base+"/metrics")
 	for _, want := range []string{
