@@ -165,6 +165,9 @@ func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*fut
 // precheck refuses work without locking or allocating: a context that has
 // ended, a closed bulkhead, or a full one.
 func (b *Bulkhead) precheck(ctx context.Context) error {
+	if ctx == nil {
+		panic("pool: Submit called with a nil Context")
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

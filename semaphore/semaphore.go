@@ -151,6 +151,9 @@ func (b *Bulkhead) TryAcquire() bool {
 // counted), and a [*bulkhead.FullError] if no permit came in time. Call
 // Release when the work is done.
 func (b *Bulkhead) Acquire(ctx context.Context) error {
+	if ctx == nil {
+		panic("semaphore: Acquire called with a nil Context")
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -188,6 +191,9 @@ func (b *Bulkhead) Release() { b.finish(time.Time{}, nil, false) }
 // Acquire without calling fn. The permit is released however fn ends; a
 // panic in fn is counted as a failure and continues up the caller's stack.
 func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) (err error) {
+	if fn == nil || ctx == nil {
+		misuse("Do", ctx == nil)
+	}
 	// Acquire, written out so that the fast path makes no call.
 	if err := ctx.Err(); err != nil {
 		return err
@@ -218,6 +224,9 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) (err 
 
 // Execute is Do for a function that returns a value.
 func Execute[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (T, error) {
+	if fn == nil || ctx == nil {
+		misuse("Execute", ctx == nil)
+	}
 	var v T
 	err := b.Do(ctx, func(ctx context.Context) error {
 		var err error
@@ -225,6 +234,17 @@ func Execute[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (
 		return err
 	})
 	return v, err
+}
+
+// misuse panics for a nil Context or function passed to name: a bug in the
+// caller, reported before anything is taken or counted.
+//
+//go:noinline
+func misuse(name string, nilContext bool) {
+	if nilContext {
+		panic("semaphore: " + name + " called with a nil Context")
+	}
+	panic("semaphore: " + name + " called with a nil function")
 }
 
 // abort releases the permit of a call that panicked (r != nil) or called
