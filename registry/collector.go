@@ -5,6 +5,7 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // MetricsOptions chooses what a [Collector] exports. The zero value exports
@@ -16,7 +17,9 @@ type MetricsOptions struct {
 	// working. See docs/metrics.md.
 	Resilience4jNames bool
 	// Histograms adds histograms of the time calls waited for a permit or
-	// a worker and of the time they ran, fed by the bulkheads' events.
+	// a worker (with an outcome label: permitted, rejected after waiting,
+	// cancelled while waiting) and of the time they ran, fed by the
+	// bulkheads' events.
 	// Off by default: with it on, every call builds an event and reads the
 	// clock.
 	Histograms bool
@@ -115,35 +118,54 @@ func NewCollector(r *Registry, opts MetricsOptions) *Collector {
 			buckets = prometheus.DefBuckets
 		}
 		c.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    c.prefix + "wait_duration_seconds",
-			Help:    "How long permitted calls waited for a permit (semaphore) or in the queue (pool).",
+			Name: c.prefix + "wait_duration_seconds",
+			Help: "How long calls waited for a permit (semaphore) or in the queue (pool), by outcome: " +
+				"permitted, rejected (after waiting the maximum wait) or cancelled (gave up while waiting).",
 			Buckets: buckets,
-		}, labels)
+		}, waitLabels)
 		c.run = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    c.prefix + "run_duration_seconds",
 			Help:    "How long finished calls ran, for calls the bulkhead ran itself (Do, Execute, Transport, pool tasks).",
 			Buckets: buckets,
 		}, labels)
-		stopCalls := r.Subscribe(c.observe)
-		stopEntries := r.SubscribeEntries(func(e EntryEvent) {
-			if e.Type == EntryRemoved {
-				c.wait.DeleteLabelValues(e.Name, e.Kind.String())
-				c.run.DeleteLabelValues(e.Name, e.Kind.String())
-			}
-		})
-		c.stop = func() { stopCalls(); stopEntries() }
+		// Removed bulkheads' series are deleted by Collect, which keeps
+		// only those of the bulkheads in the registry: deleting them on
+		// EntryRemoved would let an event still in flight bring them back.
+		c.stop = r.Subscribe(c.observe)
 	}
 	return c
 }
 
+var waitLabels = []string{"name", "kind", "outcome"}
+
 func (c *Collector) observe(e bulkhead.Event) {
+	var h prometheus.Observer
+	var err error
+	var d float64
 	switch e.Type {
 	case bulkhead.EventPermitted:
-		c.wait.WithLabelValues(e.Name, e.Kind.String()).Observe(e.Wait.Seconds())
-	case bulkhead.EventFinished:
-		if e.Run > 0 {
-			c.run.WithLabelValues(e.Name, e.Kind.String()).Observe(e.Run.Seconds())
+		h, err = c.wait.GetMetricWithLabelValues(e.Name, e.Kind.String(), "permitted")
+		d = e.Wait.Seconds()
+	case bulkhead.EventRejected:
+		if fe, ok := e.Err.(*bulkhead.FullError); !ok || !fe.Waited {
+			return // refused at once: it did not wait
 		}
+		h, err = c.wait.GetMetricWithLabelValues(e.Name, e.Kind.String(), "rejected")
+		d = e.Wait.Seconds()
+	case bulkhead.EventCancelled:
+		h, err = c.wait.GetMetricWithLabelValues(e.Name, e.Kind.String(), "cancelled")
+		d = e.Wait.Seconds()
+	case bulkhead.EventFinished:
+		if e.Run <= 0 {
+			return
+		}
+		h, err = c.run.GetMetricWithLabelValues(e.Name, e.Kind.String())
+		d = e.Run.Seconds()
+	default:
+		return
+	}
+	if err == nil {
+		h.Observe(d)
 	}
 }
 
@@ -169,26 +191,79 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector: it reads every bulkhead's Stats.
+// Of the histograms it emits the series of the bulkheads in the registry
+// now, and deletes the others (those of removed bulkheads).
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	for _, e := range c.r.snapshot() {
+	es := c.r.snapshot()
+	for _, e := range es {
 		s := e.instance().Stats()
 		kind := e.kind.String()
 		for _, g := range c.gauges {
-			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(g.val(s)), e.name, kind)
+			ch <- constMetric(g.desc, prometheus.GaugeValue, float64(g.val(s)), e.name, kind)
 		}
 		for _, k := range c.counters {
-			ch <- prometheus.MustNewConstMetric(k.desc, prometheus.CounterValue, float64(k.val(s)), e.name, kind)
+			ch <- constMetric(k.desc, prometheus.CounterValue, float64(k.val(s)), e.name, kind)
 		}
 		if e.kind == bulkhead.Pool {
 			for _, g := range c.pool {
-				ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(g.val(s)), e.name, kind)
+				ch <- constMetric(g.desc, prometheus.GaugeValue, float64(g.val(s)), e.name, kind)
 			}
 		}
 	}
 	if c.wait != nil {
-		c.wait.Collect(ch)
-		c.run.Collect(ch)
+		live := make(map[seriesKey]bool, len(es))
+		for _, e := range es {
+			live[seriesKey{e.name, e.kind.String()}] = true
+		}
+		c.collectLive(ch, live, c.wait)
+		c.collectLive(ch, live, c.run)
 	}
+}
+
+type seriesKey struct{ name, kind string }
+
+// collectLive sends h's series of live bulkheads to ch and deletes the rest.
+func (c *Collector) collectLive(ch chan<- prometheus.Metric, live map[seriesKey]bool, h *prometheus.HistogramVec) {
+	all := make(chan prometheus.Metric)
+	go func() {
+		h.Collect(all)
+		close(all)
+	}()
+	var stale []seriesKey
+	for m := range all {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			ch <- prometheus.NewInvalidMetric(m.Desc(), err)
+			continue
+		}
+		var k seriesKey
+		for _, l := range d.GetLabel() {
+			switch l.GetName() {
+			case "name":
+				k.name = l.GetValue()
+			case "kind":
+				k.kind = l.GetValue()
+			}
+		}
+		if live[k] {
+			ch <- m
+		} else {
+			stale = append(stale, k)
+		}
+	}
+	for _, k := range stale {
+		h.DeletePartialMatch(prometheus.Labels{"name": k.name, "kind": k.kind})
+	}
+}
+
+// constMetric is prometheus.MustNewConstMetric without the panic: a label
+// value it refuses makes the scrape report an error for that series only.
+func constMetric(desc *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(desc, t, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(desc, err)
+	}
+	return m
 }
 
 // RegisterMetrics creates a [Collector] over r and registers it on reg. The

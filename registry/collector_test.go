@@ -3,9 +3,14 @@ package registry
 import (
 	"context"
 	"errors"
+	"maps"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -266,4 +271,227 @@ func TestCollectorHistograms(t *testing.T) {
 		}
 	}
 	unregister()
+}
+
+// histSeries counts the histogram series of bulkhead name, by metric and
+// outcome.
+func histSeries(t *testing.T, reg prometheus.Gatherer, name string) map[string]uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetType().String() != "HISTOGRAM" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			n, outcome := "", ""
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "name":
+					n = l.GetValue()
+				case "outcome":
+					outcome = l.GetValue()
+				}
+			}
+			if n == name {
+				out[mf.GetName()+"/"+outcome] = m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return out
+}
+
+func TestHistogramSeriesDeletedOnRemove(t *testing.T) {
+	r := newTestRegistry(t, metricsYAML)
+	reg := prometheus.NewPedanticRegistry()
+	unregister, err := r.RegisterMetrics(reg, MetricsOptions{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	pay, _ := r.Semaphore("payment")
+	_ = pay.Do(context.Background(), func(context.Context) error { return nil })
+	if got := histSeries(t, reg, "payment"); len(got) != 2 {
+		t.Fatalf("payment's histogram series %v, want wait and run", got)
+	}
+	r.Remove("payment")
+	if got := histSeries(t, reg, "payment"); len(got) != 0 {
+		t.Fatalf("after Remove: %v, want none", got)
+	}
+	// A new bulkhead of the same name starts from zero.
+	pay2, _ := r.Semaphore("payment")
+	_ = pay2.Do(context.Background(), func(context.Context) error { return nil })
+	if got := histSeries(t, reg, "payment")["bulkhead_wait_duration_seconds/permitted"]; got != 1 {
+		t.Fatalf("new payment: %d wait samples, want 1", got)
+	}
+}
+
+// TestHistogramNotResurrectedAfterRemove: an event of a removed bulkhead
+// that was already being delivered when Remove ran must not bring its
+// series back.
+func TestHistogramNotResurrectedAfterRemove(t *testing.T) {
+	r := newTestRegistry(t, "")
+	s, _ := r.Semaphore("x")
+	inFn, goOn := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	// Subscribed before the collector, so it sees each event first.
+	defer r.Subscribe(func(e bulkhead.Event) {
+		if e.Type == bulkhead.EventPermitted {
+			once.Do(func() { close(inFn); <-goOn })
+		}
+	})()
+	reg := prometheus.NewPedanticRegistry()
+	unregister, err := r.RegisterMetrics(reg, MetricsOptions{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Do(context.Background(), func(context.Context) error { return nil })
+	}()
+	<-inFn
+	r.Remove("x")
+	close(goOn)
+	<-done
+	if got := histSeries(t, reg, "x"); len(got) != 0 {
+		t.Fatalf("x was removed, yet its series %v are exported", got)
+	}
+}
+
+// TestWaitHistogramOutcomes: the wait histogram also observes calls
+// rejected after waiting and calls cancelled while waiting, apart from the
+// permitted ones; a call refused at once did not wait and is not observed.
+func TestWaitHistogramOutcomes(t *testing.T) {
+	r := newTestRegistry(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 1, maxWaitDuration: 1ms}\n    b: {maxConcurrentCalls: 1, maxWaitDuration: 1h}\n")
+	reg := prometheus.NewPedanticRegistry()
+	unregister, err := r.RegisterMetrics(reg, MetricsOptions{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	ctx := context.Background()
+	a, _ := r.Semaphore("a")
+	_ = a.Do(ctx, func(context.Context) error { return nil }) // permitted
+	if !a.TryAcquire() {                                      // permitted
+		t.Fatal("no permit")
+	}
+	a.TryAcquire() // refused at once: not a wait
+	if err := a.Acquire(ctx); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+		t.Fatalf("Acquire = %v, want a rejection after waiting", err)
+	}
+	a.Release()
+
+	b, _ := r.Semaphore("b")
+	if !b.TryAcquire() {
+		t.Fatal("no permit")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.Acquire(cctx) }()
+	for b.Stats().Waiting == 0 { // until the caller waits; the test's timeout guards it
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire = %v, want context.Canceled", err)
+	}
+	b.Release()
+
+	if got, want := histSeries(t, reg, "a"), map[string]uint64{
+		"bulkhead_wait_duration_seconds/permitted": 2, "bulkhead_wait_duration_seconds/rejected": 1,
+		"bulkhead_run_duration_seconds/": 1,
+	}; !maps.Equal(got, want) {
+		t.Errorf("a: %v, want %v", got, want)
+	}
+	if got, want := histSeries(t, reg, "b"), map[string]uint64{
+		"bulkhead_wait_duration_seconds/permitted": 1, "bulkhead_wait_duration_seconds/cancelled": 1,
+	}; !maps.Equal(got, want) {
+		t.Errorf("b: %v, want %v", got, want)
+	}
+}
+
+// TestUnregisterReleasesSubscription: unregistering (or Collector.Close)
+// stops the histograms' subscription, so that the bulkheads stop building
+// events.
+func TestUnregisterReleasesSubscription(t *testing.T) {
+	r := newTestRegistry(t, metricsYAML)
+	pay, _ := r.Semaphore("payment")
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	listening := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.listeners > 0 || r.entries["payment"].unsub != nil || r.calls.Active()
+	}
+	reg := prometheus.NewPedanticRegistry()
+	unregister, err := r.RegisterMetrics(reg, MetricsOptions{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !listening() {
+		t.Fatal("histograms on, but the registry does not listen")
+	}
+	unregister()
+	if listening() {
+		t.Fatal("still listening after unregister")
+	}
+	if a := testing.AllocsPerRun(100, func() { _ = pay.Do(ctx, fn) }); a != 0 {
+		t.Errorf("%v allocations per call after unregister, want 0", a)
+	}
+	if n, _ := testutil.GatherAndCount(reg); n != 0 {
+		t.Errorf("%d series after unregister", n)
+	}
+
+	c := NewCollector(r, MetricsOptions{Histograms: true})
+	if !listening() {
+		t.Fatal("NewCollector with histograms does not listen")
+	}
+	c.Close()
+	c.Close() // harmless
+	if listening() {
+		t.Fatal("still listening after Collector.Close")
+	}
+}
+
+// TestCollectInvalidNameKeepsOthers: should a bulkhead with a name
+// Prometheus refuses ever be in the registry, the scrape reports an error
+// for its series only, and still exports every other bulkhead.
+func TestCollectInvalidNameKeepsOthers(t *testing.T) {
+	r := newTestRegistry(t, "")
+	if _, err := r.Semaphore("good"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := semaphore.New("bad\xffname", semaphore.DefaultConfig())
+	if err != nil {
+		t.Skipf("semaphore.New refuses the name: %v", err)
+	}
+	r.mu.Lock()
+	r.entries[b.Name()] = &entry{name: b.Name(), kind: bulkhead.Semaphore, sem: b}
+	r.mu.Unlock()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(NewCollector(r, MetricsOptions{})); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err == nil || strings.Contains(err.Error(), "collector panic") {
+		t.Fatalf("Gather = %v, want an error about the name, not a panic", err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() == "bulkhead_max_allowed_concurrent_calls" {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					found = found || (l.GetName() == "name" && l.GetValue() == "good")
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the valid bulkhead's series were lost with the invalid one's")
+	}
 }

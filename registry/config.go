@@ -7,12 +7,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 // MaxLimit is the largest MaxConcurrentCalls, MaxWorkers or QueueCapacity a
-// configuration may set. It equals semaphore.MaxLimit; anything larger is
-// almost certainly a typo and is refused.
-const MaxLimit = 1 << 20
+// configuration may set: semaphore.MaxLimit, which equals pool.MaxLimit.
+// Anything larger is almost certainly a typo and is refused.
+const MaxLimit = semaphore.MaxLimit
+
+// The registry checks both kinds against one limit: these array lengths
+// would be negative, and the package would not compile, if semaphore.MaxLimit
+// and pool.MaxLimit ever differed.
+var (
+	_ [semaphore.MaxLimit - pool.MaxLimit]struct{}
+	_ [pool.MaxLimit - semaphore.MaxLimit]struct{}
+)
 
 // MaxEventBufferSize is the largest EventBufferSize a configuration may set.
 const MaxEventBufferSize = 10000
@@ -225,9 +237,13 @@ func (c Config) validate(l *errList, loc locator) {
 		l.add(line, path, "%s: %s must be >= 0, got %v", what(sec, name), f, *v)
 	}
 	checkName := func(sec, name string) {
-		if strings.TrimSpace(name) == "" {
+		switch {
+		case strings.TrimSpace(name) == "":
 			line, path, _ := loc.entry(sec, name, "")
 			l.add(line, path, "%s: a name must not be empty", what(sec, name))
+		case !utf8.ValidString(name):
+			line, path, _ := loc.entry(sec, name, "")
+			l.add(line, path, "%s: a name must be valid UTF-8", what(sec, name))
 		}
 	}
 	for _, sec := range []string{"SemaphoreConfigs", "Semaphores"} {
@@ -266,7 +282,19 @@ func (c Config) validate(l *errList, loc locator) {
 	}
 	// References: every entry's chain must end without a cycle or an
 	// unknown name. Checking every entry (configs too) reports a broken
-	// config even when no instance uses it yet.
+	// config even when no instance uses it yet; a cycle is reported once,
+	// at the first of its configs, not again for each entry that reaches it.
+	cycles := map[string]bool{}
+	report := func(err *chainError) {
+		if err.cycle != "" {
+			if cycles[err.cycle] {
+				return
+			}
+			cycles[err.cycle] = true
+		}
+		line, path, f := loc.entry(err.sec, err.name, "BaseConfig")
+		l.add(line, path, "%s: %s %s", what(err.sec, err.name), f, err.msg)
+	}
 	for _, sec := range []string{"SemaphoreConfigs", "Semaphores"} {
 		m := c.SemaphoreConfigs
 		if sec == "Semaphores" {
@@ -276,10 +304,8 @@ func (c Config) validate(l *errList, loc locator) {
 			if l.full() {
 				return
 			}
-			_, err := chain(c.SemaphoreConfigs, func(s SemaphoreSpec) string { return s.BaseConfig }, sec, name, m[name])
-			if err != nil {
-				line, path, f := loc.entry(err.sec, err.name, "BaseConfig")
-				l.add(line, path, "%s: %s %s", what(err.sec, err.name), f, err.msg)
+			if _, err := chain(c.SemaphoreConfigs, func(s SemaphoreSpec) string { return s.BaseConfig }, sec, name, m[name]); err != nil {
+				report(err)
 			}
 		}
 	}
@@ -292,17 +318,16 @@ func (c Config) validate(l *errList, loc locator) {
 			if l.full() {
 				return
 			}
-			_, err := chain(c.PoolConfigs, func(s PoolSpec) string { return s.BaseConfig }, sec, name, m[name])
-			if err != nil {
-				line, path, f := loc.entry(err.sec, err.name, "BaseConfig")
-				l.add(line, path, "%s: %s %s", what(err.sec, err.name), f, err.msg)
+			if _, err := chain(c.PoolConfigs, func(s PoolSpec) string { return s.BaseConfig }, sec, name, m[name]); err != nil {
+				report(err)
 			}
 		}
 	}
 }
 
-// chainError says which entry holds the broken reference.
-type chainError struct{ sec, name, msg string }
+// chainError says which entry holds the broken reference. cycle, for a
+// cycle, identifies it whatever entry it was reached from.
+type chainError struct{ sec, name, msg, cycle string }
 
 // chain returns start followed by the configs it inherits from, nearest
 // first. sec is "Semaphores"/"Pools" for an instance (which falls back to
@@ -332,11 +357,18 @@ func chain[S any](configs map[string]S, base func(S) string, sec, name string, s
 	}
 	for next != "" {
 		if visited[next] {
-			return nil, &chainError{curSec, curName, fmt.Sprintf("%q makes a cycle: %s", next, cycleText(configs, base, next))}
+			if !isInstance && next == name {
+				// The cycle goes through start: report it there.
+				curSec, curName, next = sec, name, base(start)
+			}
+			return nil, &chainError{sec: curSec, name: curName,
+				msg:   fmt.Sprintf("%q makes a cycle: %s", next, cycleText(configs, base, next)),
+				cycle: cycleID(configs, base, next)}
 		}
 		s, ok := configs[next]
 		if !ok {
-			return nil, &chainError{curSec, curName, fmt.Sprintf("names %q, which is not a known config (known: %s)", next, known(configs))}
+			return nil, &chainError{sec: curSec, name: curName,
+				msg: fmt.Sprintf("names %q, which is not a known config (known: %s)", next, known(configs))}
 		}
 		visited[next] = true
 		out = append(out, s)
@@ -367,6 +399,16 @@ func cycleText[S any](configs map[string]S, base func(S) string, from string) st
 		cur = nxt
 	}
 	return strings.Join(parts, " -> ")
+}
+
+// cycleID names the cycle through from by its members, sorted.
+func cycleID[S any](configs map[string]S, base func(S) string, from string) string {
+	members := []string{from}
+	for cur := base(configs[from]); cur != from && len(members) <= len(configs); cur = base(configs[cur]) {
+		members = append(members, cur)
+	}
+	sort.Strings(members)
+	return strings.Join(members, "\x00")
 }
 
 func known[S any](configs map[string]S) string {

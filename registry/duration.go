@@ -8,14 +8,19 @@ import (
 	"time"
 )
 
-var errDuration = errors.New("not a duration")
+var (
+	errDuration = errors.New("not a duration")
+	errRange    = errors.New("duration out of range")
+)
 
 // parseDuration reads a duration the way the YAML loader accepts it: a bare
 // integer is milliseconds (Spring's convention, "0" included), a string
 // starting with P (after an optional sign) is ISO-8601 as java.time.Duration
 // writes it (PT2S, PT0.5S, P1DT2H), "<n>d" is days (Spring's simple format),
-// and anything else is Go syntax (500ms, 1m30s). It does not judge the
-// sign: a negative result is returned for the caller to refuse.
+// and anything else is Go syntax (500ms, 1m30s), with units in any case as
+// Spring accepts them (500MS, 2S). It does not judge the sign: a negative
+// result is returned for the caller to refuse. A duration too large for
+// time.Duration fails with errRange.
 func parseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -32,7 +37,7 @@ func parseDuration(s string) (time.Duration, error) {
 	case allDigits(body):
 		ms, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || ms > math.MaxInt64/int64(time.Millisecond) || ms < math.MinInt64/int64(time.Millisecond) {
-			return 0, errors.New("out of range")
+			return 0, errRange
 		}
 		return time.Duration(ms) * time.Millisecond, nil
 	case body[0] == 'P' || body[0] == 'p':
@@ -47,7 +52,7 @@ func parseDuration(s string) (time.Duration, error) {
 	case (body[len(body)-1] == 'd' || body[len(body)-1] == 'D') && allDigits(body[:len(body)-1]):
 		n, err := strconv.ParseInt(body[:len(body)-1], 10, 64)
 		if err != nil || n > int64(math.MaxInt64/(24*time.Hour)) {
-			return 0, errors.New("out of range")
+			return 0, errRange
 		}
 		d := time.Duration(n) * 24 * time.Hour
 		if s[0] == '-' {
@@ -57,9 +62,54 @@ func parseDuration(s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, errDuration
+		// Spring reads units in any case; Go only in lower case.
+		if d, err = time.ParseDuration(strings.ToLower(s)); err != nil {
+			if goDurationSyntax(strings.ToLower(body)) {
+				return 0, errRange
+			}
+			return 0, errDuration
+		}
 	}
 	return d, nil
+}
+
+// goDurationSyntax reports whether s (unsigned, lower case) is written as
+// time.ParseDuration expects, whatever its size: one or more numbers (with
+// an optional fraction), each followed by a unit.
+func goDurationSyntax(s string) bool {
+	if s == "" {
+		return false
+	}
+	for s != "" {
+		i := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		digits := i
+		if i < len(s) && s[i] == '.' {
+			i++
+			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+			digits += i - digits - 1
+		}
+		if digits == 0 {
+			return false
+		}
+		s = s[i:]
+		unit := ""
+		for _, u := range []string{"ns", "us", "µs", "μs", "ms", "s", "m", "h"} {
+			if strings.HasPrefix(s, u) {
+				unit = u
+				break
+			}
+		}
+		if unit == "" {
+			return false
+		}
+		s = s[len(unit):]
+	}
+	return true
 }
 
 func allDigits(s string) bool {
@@ -79,11 +129,11 @@ func parseISO(s string) (time.Duration, error) {
 	var total time.Duration
 	add := func(n int64, unit time.Duration) error {
 		if n > int64(math.MaxInt64/unit) {
-			return errors.New("out of range")
+			return errRange
 		}
 		v := time.Duration(n) * unit
 		if total > math.MaxInt64-v {
-			return errors.New("out of range")
+			return errRange
 		}
 		total += v
 		return nil
@@ -112,7 +162,7 @@ func parseISO(s string) (time.Duration, error) {
 		}
 		n, err := strconv.ParseInt(s[:i], 10, 64)
 		if err != nil {
-			return 0, errors.New("out of range")
+			return 0, errRange
 		}
 		s = s[i:]
 		frac := ""

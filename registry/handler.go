@@ -11,19 +11,37 @@ import (
 	"github.com/bulkhead-go/bulkhead"
 )
 
-// ring keeps the last len(buf) events.
+// record is what the status page keeps of an event: its type, time,
+// durations and outcome word, never its error, so that an error's text (or
+// a panic's stack) can neither be shown nor kept alive by the ring, and
+// every record has the same small size.
+type record struct {
+	typ       bulkhead.EventType
+	outcome   string // a constant from outcome
+	time      time.Time
+	wait, run time.Duration
+}
+
+func recordOf(e bulkhead.Event) record {
+	return record{typ: e.Type, outcome: outcome(e), time: e.Time, wait: e.Wait, run: e.Run}
+}
+
+// ring keeps the last len(buf) records.
 type ring struct {
 	mu   sync.Mutex
-	buf  []bulkhead.Event
+	buf  []record
 	next int
 	full bool
 }
 
-func newRing(n int) *ring { return &ring{buf: make([]bulkhead.Event, n)} }
+func newRing(n int) *ring { return &ring{buf: make([]record, n)} }
 
-func (r *ring) add(e bulkhead.Event) {
+// add keeps the status form of e.
+func (r *ring) add(e bulkhead.Event) { r.put(recordOf(e)) }
+
+func (r *ring) put(rec record) {
 	r.mu.Lock()
-	r.buf[r.next] = e
+	r.buf[r.next] = rec
 	r.next++
 	if r.next == len(r.buf) {
 		r.next, r.full = 0, true
@@ -31,14 +49,14 @@ func (r *ring) add(e bulkhead.Event) {
 	r.mu.Unlock()
 }
 
-// events returns the kept events, oldest first.
-func (r *ring) events() []bulkhead.Event {
+// records returns the kept records, oldest first.
+func (r *ring) records() []record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.full {
-		return append([]bulkhead.Event(nil), r.buf[:r.next]...)
+		return append([]record(nil), r.buf[:r.next]...)
 	}
-	out := make([]bulkhead.Event, 0, len(r.buf))
+	out := make([]record, 0, len(r.buf))
 	out = append(out, r.buf[r.next:]...)
 	return append(out, r.buf[:r.next]...)
 }
@@ -157,10 +175,10 @@ func (r *Registry) Status() Status {
 			is.Config = StatusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &q, MaxWaitDuration: c.MaxWaitDuration.String(), KeepAlive: c.KeepAlive.String()}
 		}
 		if rg := e.ring.Load(); rg != nil {
-			for _, ev := range rg.events() {
+			for _, rec := range rg.records() {
 				is.Events = append(is.Events, StatusEvent{
-					Type: ev.Type.String(), Time: ev.Time.UTC(), Outcome: outcome(ev),
-					Wait: durText(ev.Wait), Run: durText(ev.Run),
+					Type: rec.typ.String(), Time: rec.time.UTC(), Outcome: rec.outcome,
+					Wait: durText(rec.wait), Run: durText(rec.run),
 				})
 			}
 		}
@@ -178,8 +196,10 @@ func (r *Registry) Status() Status {
 // reveals nothing a configuration file might hold besides the limits.
 //
 // The first call to Handler starts keeping the last events of every
-// bulkhead (EventBufferSize each, DefaultEventBufferSize by default); from
-// then on each call costs one event.
+// bulkhead (EventBufferSize each, DefaultEventBufferSize by default), for
+// the registry's life. From then on every call through a bulkhead builds
+// two events (permitted, then finished; a rejection builds one), reads the
+// clock for each, and takes the ring's mutex to store each one.
 func (r *Registry) Handler() http.Handler {
 	r.startRecording()
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

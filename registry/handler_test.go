@@ -6,9 +6,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/bulkhead-go/bulkhead"
 )
@@ -24,7 +26,7 @@ func TestHandlerJSON(t *testing.T) {
 	r := newTestRegistry(t, `
 bulkhead:
   instances:
-    payment: {maxConcurrentCalls: 2, maxWaitDuration: 0, eventConsumerBufferSize: 3}
+    payment: {maxConcurrentCalls: 2, maxWaitDuration: 0, eventConsumerBufferSize: 20}
 thread-pool-bulkhead:
   instances:
     emails: {maxWorkers: 2, queueCapacity: 5, keepAlive: 1s}
@@ -62,7 +64,8 @@ thread-pool-bulkhead:
 	if p.Stats != want {
 		t.Errorf("payment stats %+v, want %+v", p.Stats, want)
 	}
-	// Bounded to the last 3: rejected, finished, finished.
+	// Every event since Handler, none from before (the buffer could hold
+	// them).
 	var types []string
 	for _, e := range p.Events {
 		types = append(types, e.Type+"/"+e.Outcome)
@@ -70,8 +73,8 @@ thread-pool-bulkhead:
 			t.Error("event without time")
 		}
 	}
-	if !equal(types, []string{"rejected/full", "finished/success", "finished/success"}) {
-		t.Errorf("events %v", types)
+	if want := []string{"permitted/", "finished/error", "permitted/", "permitted/", "rejected/full", "finished/success", "finished/success"}; !equal(types, want) {
+		t.Errorf("events %v, want %v", types, want)
 	}
 	if em.Events == nil || len(em.Events) != 0 {
 		t.Errorf("emails events %v, want an empty list", em.Events)
@@ -97,10 +100,10 @@ func TestRingKeepsNewest(t *testing.T) {
 		rg.add(bulkhead.Event{Wait: time.Duration(i)})
 	}
 	var got []time.Duration
-	for _, e := range rg.events() {
-		got = append(got, e.Wait)
+	for _, rec := range rg.records() {
+		got = append(got, rec.wait)
 	}
-	if len(got) != 3 || got[0] != 4 || got[2] != 6 {
+	if len(got) != 3 || got[0] != 4 || got[1] != 5 || got[2] != 6 {
 		t.Fatalf("ring kept %v, want [4 5 6]", got)
 	}
 }
@@ -165,5 +168,79 @@ func TestHandlerRevealsNoSecrets(t *testing.T) {
 	}
 	if !strings.Contains(body, `"outcome": "error"`) || !strings.Contains(body, `"outcome": "panic"`) {
 		t.Errorf("status page lacks the failures' outcomes:\n%s", body)
+	}
+}
+
+// TestRingKeepsNoError: the ring keeps an event's outcome word, never its
+// error, so an error's text (or a panic's stack) can neither be shown nor
+// be kept alive by the ring.
+func TestRingKeepsNoError(t *testing.T) {
+	rg := newRing(4)
+	type secretError struct{ text, stack string }
+	e := &secretError{text: "password=hunter2", stack: strings.Repeat("goroutine 1 [running]\n", 100)}
+	w := weak.Make(e)
+	rg.add(bulkhead.Event{Type: bulkhead.EventFinished, Err: &bulkhead.PanicError{Value: e}})
+	e = nil
+	runtime.GC()
+	if w.Value() != nil {
+		t.Fatal("the ring keeps the event's error alive")
+	}
+	recs := rg.records()
+	if len(recs) != 1 || recs[0].outcome != "panic" || recs[0].typ != bulkhead.EventFinished {
+		t.Fatalf("ring kept %+v, want one finished/panic", recs)
+	}
+}
+
+// TestBufferSizeChangeWhileRecording: Reconfigure resizes a recording
+// bulkhead's ring, keeping the newest events, and 0 stops recording.
+func TestBufferSizeChangeWhileRecording(t *testing.T) {
+	r := newTestRegistry(t, "bulkhead:\n  instances:\n    a: {eventConsumerBufferSize: 2}\n")
+	h := r.Handler()
+	a, _ := r.Semaphore("a")
+	ctx := context.Background()
+	ok := func(context.Context) error { return nil }
+	fail := func(context.Context) error { return errors.New("x") }
+	events := func() []string {
+		t.Helper()
+		_, body := getStatus(t, h, "/?name=a")
+		var st Status
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range st.Instances[0].Events {
+			out = append(out, e.Type+"/"+e.Outcome)
+		}
+		return out
+	}
+	reconfigure := func(size int) {
+		t.Helper()
+		if err := r.Reconfigure(Config{Semaphores: map[string]SemaphoreSpec{"a": {EventBufferSize: new(size)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = a.Do(ctx, fail)
+	_ = a.Do(ctx, ok)
+	if got, want := events(), []string{"permitted/", "finished/success"}; !equal(got, want) {
+		t.Fatalf("size 2: %v, want %v", got, want)
+	}
+	reconfigure(5) // grows, keeping what it has
+	_ = a.Do(ctx, fail)
+	if got, want := events(), []string{"permitted/", "finished/success", "permitted/", "finished/error"}; !equal(got, want) {
+		t.Fatalf("size 5: %v, want %v", got, want)
+	}
+	reconfigure(1) // shrinks to the newest
+	if got, want := events(), []string{"finished/error"}; !equal(got, want) {
+		t.Fatalf("size 1: %v, want %v", got, want)
+	}
+	reconfigure(0) // stops
+	_ = a.Do(ctx, ok)
+	if got := events(); len(got) != 0 {
+		t.Fatalf("size 0: %v, want none", got)
+	}
+	reconfigure(3) // starts again, from now
+	_ = a.Do(ctx, ok)
+	if got, want := events(), []string{"permitted/", "finished/success"}; !equal(got, want) {
+		t.Fatalf("size 3 again: %v, want %v", got, want)
 	}
 }

@@ -25,9 +25,12 @@ const maxMergedPairs = 100000
 // bulkheads) and resilience4j.thread-pool-bulkhead (pool bulkheads), each
 // with configs.<name> and instances.<name> (or backends.<name>), with or
 // without the resilience4j: wrapper. Other top-level sections are ignored.
-// Keys may be written in camelCase, kebab-case or snake_case; inside the
-// bulkhead sections an unknown key is an error. See docs/configuration.md
-// for every key.
+// Keys may be written in camelCase, kebab-case or snake_case, and dotted as
+// Spring flattens them (resilience4j.bulkhead.instances.payment.maxConcurrentCalls);
+// inside the bulkhead sections an unknown key is an error, including one
+// brought in by a merge key (<<), and so is a misspelt bulkhead section
+// under resilience4j:. Spring placeholders (${VAR:default}) are refused,
+// not resolved. See docs/configuration.md for every key.
 //
 // Load checks every value and every baseConfig reference. Its error joins
 // one [*ConfigError] per problem (up to 20), each with the line, the path,
@@ -65,7 +68,7 @@ func load(data []byte, file string) (cfg Config, err error) {
 	if len(data) > MaxFileSize {
 		return Config{}, &ConfigError{File: file, Msg: fmt.Sprintf("the configuration is larger than %d bytes", MaxFileSize)}
 	}
-	ld := &loader{file: file, pos: map[posKey]posVal{}, sections: map[string]posVal{}}
+	ld := &loader{file: file, pos: map[posKey]posVal{}, sections: map[string]posVal{}, split: map[*yaml.Node]string{}}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for doc := 0; ; doc++ {
 		var n yaml.Node
@@ -110,6 +113,9 @@ type loader struct {
 	pos      map[posKey]posVal
 	sections map[string]posVal // section -> where it was first seen
 	merged   int               // pairs produced by merge keys so far
+	// split maps each key node made by splitting a dotted key to the key
+	// as written; such keys are not split again.
+	split map[*yaml.Node]string
 }
 
 // entry implements locator with the positions recorded while loading.
@@ -176,11 +182,17 @@ func isNull(n *yaml.Node) bool {
 
 type pair struct {
 	key, val *yaml.Node
-	merged   bool
+	merged   bool // brought in by a merge key (<<)
 }
 
 // pairs lists a mapping's keys and values, explicit ones first, then those
-// brought in by merge keys ("<<"). It reports a non-mapping as an error.
+// brought in by merge keys ("<<") that no explicit key overrides. It reports
+// a non-mapping as an error.
+//
+// Keys are read as Spring reads them once it has flattened the file into
+// properties: a dotted key is nested keys ("instances.payment: {...}" is
+// "instances: {payment: {...}}"), "[a.b]" is one key holding dots, and the
+// mappings given for one key in several forms are merged.
 func (ld *loader) pairs(n *yaml.Node, path, what string) ([]pair, bool) {
 	n = deref(n)
 	if isNull(n) {
@@ -192,7 +204,134 @@ func (ld *loader) pairs(n *yaml.Node, path, what string) ([]pair, bool) {
 	}
 	var out, merged []pair
 	ld.collect(n, path, what, &out, &merged, 0)
-	return append(out, merged...), true
+	if len(merged) > 0 {
+		// YAML merge keys never override: an explicit key wins, then the
+		// first merged one.
+		seen := make(map[string]bool, len(out)+len(merged))
+		for _, p := range out {
+			if k := deref(p.key); k != nil && k.Kind == yaml.ScalarNode {
+				seen[k.Value] = true
+			}
+		}
+		for _, p := range merged {
+			if k := deref(p.key); k != nil && k.Kind == yaml.ScalarNode {
+				if seen[k.Value] {
+					continue
+				}
+				seen[k.Value] = true
+			}
+			out = append(out, p)
+		}
+	}
+	return ld.expand(out, path, what), true
+}
+
+// expand splits dotted keys into nested mappings and merges the mappings
+// given for one key, keeping the first occurrence's place.
+func (ld *loader) expand(ps []pair, path, what string) []pair {
+	out := make([]pair, 0, len(ps))
+	type group struct {
+		at      int          // index in out
+		content []*yaml.Node // key/value nodes of every mapping given for the key
+		n       int          // how many mappings
+	}
+	var groups map[string]*group
+	for _, p := range ps {
+		key, val := p.key, p.val
+		if k := deref(p.key); k != nil && k.Kind == yaml.ScalarNode {
+			if _, done := ld.split[k]; !done {
+				segs, ok := splitKey(k.Value)
+				if !ok {
+					ld.l.add(k.Line, joinPath(path, k.Value), "%s: key %q is not a valid property name: a part between dots is empty or a \"[\" is not closed", what, k.Value)
+					continue
+				}
+				if len(segs) > 1 || segs[0] != k.Value {
+					for i := len(segs) - 1; i >= 1; i-- {
+						val = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: k.Line, Column: k.Column,
+							Content: []*yaml.Node{ld.splitKeyNode(k, segs[i]), val}}
+					}
+					key = ld.splitKeyNode(k, segs[0])
+				}
+			}
+			name := deref(key).Value
+			if v := deref(val); v != nil && (v.Kind == yaml.MappingNode || isNull(v)) {
+				if g, ok := groups[name]; ok {
+					g.content = append(g.content, v.Content...)
+					g.n++
+					out[g.at].merged = out[g.at].merged && p.merged
+					continue
+				}
+				if groups == nil {
+					groups = map[string]*group{}
+				}
+				groups[name] = &group{at: len(out), content: v.Content, n: 1}
+			}
+		}
+		out = append(out, pair{key: key, val: val, merged: p.merged})
+	}
+	for _, g := range groups {
+		if g.n > 1 {
+			first := deref(out[g.at].val)
+			out[g.at].val = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: first.Line, Column: first.Column, Content: g.content}
+		}
+	}
+	return out
+}
+
+func (ld *loader) splitKeyNode(from *yaml.Node, seg string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg, Line: from.Line, Column: from.Column}
+	ld.split[n] = from.Value
+	return n
+}
+
+func joinPath(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// splitKey splits a property key at its dots, as Spring does: "a.b.c" is
+// a, b, c; a part in brackets is taken whole, dots included ("a.[b.c]" and
+// "a[b.c]" are a, b.c). It reports false for an empty part or an unclosed
+// bracket.
+func splitKey(k string) ([]string, bool) {
+	if !strings.ContainsAny(k, ".[") {
+		return []string{k}, true
+	}
+	var segs []string
+	for i := 0; i < len(k); {
+		var seg string
+		if k[i] == '[' {
+			j := strings.IndexByte(k[i+1:], ']')
+			if j < 0 {
+				return nil, false
+			}
+			seg = k[i+1 : i+1+j]
+			i += j + 2
+			if i < len(k) && k[i] != '.' && k[i] != '[' {
+				return nil, false
+			}
+		} else {
+			j := strings.IndexAny(k[i:], ".[")
+			if j < 0 {
+				j = len(k) - i
+			}
+			if j == 0 {
+				return nil, false
+			}
+			seg = k[i : i+j]
+			i += j
+		}
+		segs = append(segs, seg)
+		if i < len(k) && k[i] == '.' {
+			i++
+			if i == len(k) {
+				return nil, false
+			}
+		}
+	}
+	return segs, true
 }
 
 func (ld *loader) collect(n *yaml.Node, path, what string, out, merged *[]pair, depth int) {
@@ -242,6 +381,18 @@ func (ld *loader) merge(v *yaml.Node, path, what string, merged *[]pair, depth i
 		var out []pair
 		ld.collect(s, path, what, &out, merged, depth+1)
 	}
+}
+
+// origin explains where a key that is not written as such came from: a
+// merge key, or a dotted key split at its dots.
+func (ld *loader) origin(p pair) string {
+	if p.merged {
+		return " (brought in by a merge key <<)"
+	}
+	if full, ok := ld.split[p.key]; ok {
+		return fmt.Sprintf(" (from the dotted key %q; write a name that holds dots as \"[a.b]\")", full)
+	}
+	return ""
 }
 
 func describe(n *yaml.Node) string {
@@ -303,19 +454,48 @@ func (ld *loader) document(doc *yaml.Node) {
 				if !ok {
 					continue
 				}
-				switch normalize(ik) {
+				switch nik := normalize(ik); nik {
 				case "bulkhead":
 					ld.section(q.key, q.val, k+"."+ik, false)
 				case "threadpoolbulkhead":
 					ld.section(q.key, q.val, k+"."+ik, true)
+				default:
+					// Other Resilience4j sections are not ours, but one
+					// that is a letter or two from ours is a typo that
+					// would lose the whole section.
+					if r4jSections[nik] {
+						continue
+					}
+					if s := nearSection(nik); s != "" {
+						ld.l.add(q.key.Line, k+"."+ik, "unknown section %q in %s (did you mean %q?); a bulkhead section spelt wrong would be ignored", ik, k, s)
+					}
 				}
 			}
-		case "bulkhead", "resilience4j.bulkhead":
+		case "bulkhead":
 			ld.section(p.key, p.val, k, false)
-		case "threadpoolbulkhead", "resilience4j.threadpoolbulkhead":
+		case "threadpoolbulkhead":
 			ld.section(p.key, p.val, k, true)
 		}
 	}
+}
+
+// r4jSections are the sections of resilience4j (normalized) that the
+// loader knowingly ignores.
+var r4jSections = map[string]bool{
+	"circuitbreaker": true, "retry": true, "ratelimiter": true, "timelimiter": true,
+	"scheduled": true, "micrometer": true, "cache": true, "fallback": true,
+}
+
+// nearSection returns the bulkhead section nk is probably a misspelling of,
+// or "".
+func nearSection(nk string) string {
+	switch {
+	case distance(nk, "bulkhead") <= 2:
+		return "bulkhead"
+	case distance(nk, "threadpoolbulkhead") <= 2:
+		return "thread-pool-bulkhead"
+	}
+	return ""
 }
 
 func (ld *loader) section(key, val *yaml.Node, path string, isPool bool) {
@@ -371,10 +551,7 @@ func (ld *loader) section(key, val *yaml.Node, path string, isPool bool) {
 				ld.l.add(v.Line, path+"."+k, "%s: %s must be an integer, got %q", path, k, v.Value)
 			}
 		default:
-			if p.merged {
-				continue
-			}
-			ld.l.add(p.key.Line, path+"."+k, "unknown key %q in %s%s", k, path,
+			ld.l.add(p.key.Line, path+"."+k, "unknown key %q%s in %s%s", k, ld.origin(p), path,
 				suggest(nk, []string{"configs", "instances", "backends", "tags", "metrics"}))
 		}
 	}
@@ -416,15 +593,13 @@ func (ld *loader) metrics(n *yaml.Node, path string) {
 					continue
 				}
 				if normalize(ik) != "enabled" {
-					ld.l.add(q.key.Line, path+"."+k+"."+ik, "unknown key %q in %s.%s", ik, path, k)
+					ld.l.add(q.key.Line, path+"."+k+"."+ik, "unknown key %q%s in %s.%s", ik, ld.origin(q), path, k)
 					continue
 				}
 				ld.boolean(q.val, path+"."+k+"."+ik, path+"."+k, ik)
 			}
 		default:
-			if !p.merged {
-				ld.l.add(p.key.Line, path+"."+k, "unknown key %q in %s%s", k, path, suggest(normalize(k), []string{"enabled", "legacy"}))
-			}
+			ld.l.add(p.key.Line, path+"."+k, "unknown key %q%s in %s%s", k, ld.origin(p), path, suggest(normalize(k), []string{"enabled", "legacy"}))
 		}
 	}
 }
@@ -500,9 +675,7 @@ func (ld *loader) fields(n *yaml.Node, epath, sec, name string, goField func(nk 
 		nk := normalize(k)
 		f, known := goField(nk)
 		if !known {
-			if !p.merged {
-				ld.l.add(p.key.Line, epath+"."+k, "%s: unknown key %q%s", w, k, suggest(nk, keys))
-			}
+			ld.l.add(p.key.Line, epath+"."+k, "%s: unknown key %q%s%s", w, k, ld.origin(p), suggest(nk, keys))
 			continue
 		}
 		id := f
@@ -627,7 +800,18 @@ func (ld *loader) scalar(v *yaml.Node, path, sec, name, key, want string) (strin
 		ld.l.add(v.Line, path, "%s: %s has no value; give %s or remove the key", what(sec, name), key, want)
 		return "", false
 	}
+	if placeholder(v.Value) {
+		ld.l.add(v.Line, path, "%s: %s is the Spring placeholder %q, which the loader does not resolve; write the value, or expand the file first (os.ExpandEnv)", what(sec, name), key, v.Value)
+		return "", false
+	}
 	return strings.TrimSpace(v.Value), true
+}
+
+// placeholder reports whether s holds a Spring property placeholder such
+// as ${PAY_MAX:2}.
+func placeholder(s string) bool {
+	i := strings.Index(s, "${")
+	return i >= 0 && strings.IndexByte(s[i:], '}') > 0
 }
 
 func (ld *loader) integer(v *yaml.Node, path, sec, name, key string) *int {
@@ -656,6 +840,10 @@ func (ld *loader) duration(v *yaml.Node, path, sec, name, key string) *time.Dura
 		return nil
 	}
 	d, err := parseDuration(s)
+	if errors.Is(err, errRange) {
+		ld.l.add(v.Line, path, "%s: %s is out of range, got %q (the largest duration is about 292 years)", what(sec, name), key, v.Value)
+		return nil
+	}
 	if err != nil {
 		ld.l.add(v.Line, path, "%s: %s must be a duration such as 500ms, 2s, PT2S or a number of milliseconds, got %q", what(sec, name), key, v.Value)
 		return nil
@@ -682,6 +870,10 @@ func (ld *loader) boolean(v *yaml.Node, path, w, key string) {
 			line = v.Line
 		}
 		ld.l.add(line, path, "%s: %s must be true or false", w, key)
+		return
+	}
+	if placeholder(v.Value) {
+		ld.l.add(v.Line, path, "%s: %s is the Spring placeholder %q, which the loader does not resolve; write the value, or expand the file first (os.ExpandEnv)", w, key, v.Value)
 		return
 	}
 	if _, err := strconv.ParseBool(strings.TrimSpace(v.Value)); err != nil {

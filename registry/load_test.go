@@ -381,3 +381,150 @@ bulkhead:
 		}
 	}
 }
+
+// TestLoadDottedKeys: Spring flattens YAML into dotted properties, so a
+// dotted key is nested keys at every level, merged with the nested forms.
+func TestLoadDottedKeys(t *testing.T) {
+	want := Config{Semaphores: map[string]SemaphoreSpec{"payment": semSpec(2, 0)}}
+	for name, y := range map[string]string{
+		"fully dotted":      "resilience4j.bulkhead.instances.payment.maxConcurrentCalls: 2\nresilience4j.bulkhead.instances.payment.maxWaitDuration: 0\n",
+		"under the wrapper": "resilience4j:\n  bulkhead.instances.payment.maxConcurrentCalls: 2\n  bulkhead.instances.payment.maxWaitDuration: 0\n",
+		"below the section": "resilience4j:\n  bulkhead:\n    instances.payment.maxConcurrentCalls: 2\n    instances.payment:\n      maxWaitDuration: 0\n",
+		"no wrapper":        "bulkhead.instances.payment: {maxConcurrentCalls: 2, maxWaitDuration: 0}\n",
+		"mixed with nested": "resilience4j:\n  bulkhead:\n    instances:\n      payment: {maxConcurrentCalls: 2}\nresilience4j.bulkhead.instances.payment.maxWaitDuration: 0\n",
+		"kebab, dotted":     "resilience4j.bulkhead.instances.payment.max-concurrent-calls: 2\nresilience4j.bulkhead.instances.payment.max-wait-duration: 0\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := mustLoad(t, y); !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %+v, want %+v", got, want)
+			}
+		})
+	}
+	c := mustLoad(t, "resilience4j.thread-pool-bulkhead.configs.default.maxThreadPoolSize: 4\nresilience4j.thread-pool-bulkhead.instances.reports.queueCapacity: 9\n")
+	if !ptrEq(c.PoolConfigs["default"].MaxWorkers, 4) || !ptrEq(c.Pools["reports"].QueueCapacity, 9) {
+		t.Fatalf("thread-pool-bulkhead, dotted: %+v", c)
+	}
+	// A name holding dots is written in brackets, as in Spring.
+	c = mustLoad(t, "bulkhead:\n  instances:\n    \"[payment.v2]\": {maxConcurrentCalls: 3}\nbulkhead.instances[search.v1].maxConcurrentCalls: 4\n")
+	if !ptrEq(c.Semaphores["payment.v2"].MaxConcurrentCalls, 3) || !ptrEq(c.Semaphores["search.v1"].MaxConcurrentCalls, 4) || len(c.Semaphores) != 2 {
+		t.Fatalf("bracketed names: %+v", c.Semaphores)
+	}
+}
+
+func TestLoadDottedKeyErrors(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"same field twice", "bulkhead:\n  instances:\n    payment: {maxConcurrentCalls: 2}\nbulkhead.instances.payment.maxConcurrentCalls: 3\n",
+			`maxConcurrentCalls is given twice (first at line 3)`},
+		{"typo in a dotted key", "resilience4j.bulkhead.instances.payment.maxConcurentCalls: 2\n",
+			`semaphore instance "payment": unknown key "maxConcurentCalls" (from the dotted key "resilience4j.bulkhead.instances.payment.maxConcurentCalls"`},
+		{"unbracketed dotted name", "bulkhead:\n  instances:\n    payment.v3: {maxConcurrentCalls: 2}\n",
+			`semaphore instance "payment": unknown key "v3" (from the dotted key "payment.v3"; write a name that holds dots as "[a.b]")`},
+		{"empty part", "bulkhead:\n  instances..payment: {}\n", `key "instances..payment" is not a valid property name`},
+		{"unclosed bracket", "bulkhead:\n  instances.[payment: {}\n", `key "instances.[payment" is not a valid property name`},
+		{"typo in a dotted section", "resilience4j.bulkhaed.instances.payment.maxConcurrentCalls: 2\n",
+			`unknown section "bulkhaed" in resilience4j (did you mean "bulkhead"?)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if msg := loadErr(t, tt.in); !strings.Contains(msg, tt.want) {
+				t.Errorf("error %q\ndoes not contain %q", msg, tt.want)
+			}
+		})
+	}
+}
+
+// TestLoadMisspeltSection: under resilience4j:, a key a letter or two from
+// a bulkhead section is an error; Resilience4j's other sections are not.
+func TestLoadMisspeltSection(t *testing.T) {
+	for in, want := range map[string]string{
+		"resilience4j:\n  bulkhaed:\n    instances: {payment: {maxConcurrentCalls: 2}}\n":     `line 2: unknown section "bulkhaed" in resilience4j (did you mean "bulkhead"?)`,
+		"resilience4j:\n  bulkheads:\n    instances: {}\n":                                    `unknown section "bulkheads" in resilience4j (did you mean "bulkhead"?)`,
+		"resilience4j:\n  thread-pool-bulkhed:\n    instances: {p: {maxThreadPoolSize: 2}}\n": `unknown section "thread-pool-bulkhed" in resilience4j (did you mean "thread-pool-bulkhead"?)`,
+	} {
+		if msg := loadErr(t, in); !strings.Contains(msg, want) {
+			t.Errorf("error %q\ndoes not contain %q", msg, want)
+		}
+	}
+	c := mustLoad(t, "resilience4j:\n  circuitbreaker: {instances: {a: {}}}\n  retry: {}\n  ratelimiter: {}\n  timelimiter: {}\n  bulkhead:\n    instances: {a: {}}\n")
+	if len(c.Semaphores) != 1 {
+		t.Fatalf("got %+v", c)
+	}
+}
+
+// TestLoadMergedKeysChecked: a key brought in by a merge key is checked
+// like any other, with the line where it is written.
+func TestLoadMergedKeysChecked(t *testing.T) {
+	tests := []struct{ name, in string }{
+		{"in an entry", "x-common: &common\n  maxConcurentCalls: 3\nbulkhead:\n  instances:\n    payment:\n      <<: *common\n      maxWaitDuration: 10ms\n"},
+		{"in a section", "x: &x\n  maxConcurentCalls: 3\nbulkhead:\n  <<: *x\n"},
+	}
+	want := map[string][]string{
+		"in an entry":  {"line 2", `semaphore instance "payment": unknown key "maxConcurentCalls" (brought in by a merge key <<)`, `did you mean "maxConcurrentCalls"`},
+		"in a section": {"line 2", `unknown key "maxConcurentCalls" (brought in by a merge key <<) in bulkhead`},
+	}
+	for _, tt := range tests {
+		msg := loadErr(t, tt.in)
+		for _, w := range want[tt.name] {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: error %q\ndoes not contain %q", tt.name, msg, w)
+			}
+		}
+	}
+	msg := loadErr(t, "x: &x\n  instancs: {a: {}}\nbulkhead:\n  <<: *x\n")
+	if !strings.Contains(msg, `unknown key "instancs" (brought in by a merge key <<) in bulkhead (did you mean "instances"?)`) {
+		t.Errorf("section-level merge: %q", msg)
+	}
+	// An explicit key still overrides a merged one, silently, as YAML says.
+	c := mustLoad(t, "x: &x {maxConcurrentCalls: 3, max-wait-duration: 1s}\nbulkhead:\n  instances:\n    a: {<<: *x, maxConcurrentCalls: 4, maxWaitDuration: 2s}\n")
+	if !reflect.DeepEqual(c.Semaphores["a"], semSpec(4, 2*time.Second)) {
+		t.Fatalf("got %+v", c.Semaphores["a"])
+	}
+}
+
+func TestLoadDurationMessages(t *testing.T) {
+	for _, v := range []string{"500MS", "0.5S", "2S", "1M30S", "500Ms"} {
+		c := mustLoad(t, "bulkhead:\n  instances:\n    a: {maxWaitDuration: "+v+"}\n")
+		d, _ := parseDuration(strings.ToLower(v))
+		if !ptrEq(c.Semaphores["a"].MaxWaitDuration, d) {
+			t.Errorf("%s read as %v", v, c.Semaphores["a"].MaxWaitDuration)
+		}
+	}
+	for _, v := range []string{"99999999999999999", "9999999999h", "PT9999999999999999H", "99999999999999999999"} {
+		msg := loadErr(t, "bulkhead:\n  instances:\n    a: {maxWaitDuration: "+v+"}\n")
+		if !strings.Contains(msg, `maxWaitDuration is out of range, got "`+v+`"`) || strings.Contains(msg, "such as") {
+			t.Errorf("%s: %q", v, msg)
+		}
+	}
+	if msg := loadErr(t, "bulkhead:\n  instances:\n    a: {maxWaitDuration: 5 parsecs}\n"); !strings.Contains(msg, "must be a duration such as") {
+		t.Errorf("not a duration: %q", msg)
+	}
+}
+
+// TestLoadCycleReportedOnce: a cycle is one problem, however many entries
+// reach it.
+func TestLoadCycleReportedOnce(t *testing.T) {
+	_, err := Load(strings.NewReader("bulkhead:\n  configs:\n    a: {baseConfig: b}\n    b: {baseConfig: c}\n    c: {baseConfig: a}\n  instances:\n    x: {baseConfig: a}\n    y: {baseConfig: c}\n"))
+	if err == nil {
+		t.Fatal("a cycle was accepted")
+	}
+	msg := err.Error()
+	if n := strings.Count(msg, "makes a cycle"); n != 1 {
+		t.Fatalf("the cycle is reported %d times:\n%s", n, msg)
+	}
+	if !strings.Contains(msg, `semaphore config "a": baseConfig "b" makes a cycle: b -> c -> a -> b`) {
+		t.Errorf("message %q", msg)
+	}
+}
+
+func TestLoadPlaceholderRefused(t *testing.T) {
+	for _, v := range []string{`"${PAY_MAX:2}"`, `"${PAY_MAX}"`} {
+		msg := loadErr(t, "bulkhead:\n  instances:\n    payment: {maxConcurrentCalls: "+v+"}\n")
+		if !strings.Contains(msg, "maxConcurrentCalls is the Spring placeholder") || !strings.Contains(msg, "does not resolve") {
+			t.Errorf("%s: %q", v, msg)
+		}
+	}
+	msg := loadErr(t, "bulkhead:\n  instances:\n    payment: {writableStackTraceEnabled: \"${TRACE:false}\"}\n")
+	if !strings.Contains(msg, "writableStackTraceEnabled is the Spring placeholder") {
+		t.Errorf("bool: %q", msg)
+	}
+}

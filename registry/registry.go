@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/internal/event"
@@ -29,8 +30,16 @@ type Registry struct {
 	closed    bool
 	closeDone chan struct{}
 	closeErr  error
-	listeners int  // reasons to receive the instances' events
-	recording bool // Handler was called: keep recent events per instance
+	listeners int    // reasons to receive the instances' events
+	recording bool   // Handler was called: keep recent events per instance
+	gen       uint64 // bumped by every Reconfigure that changes the configuration
+
+	// Entry events wait in pending, in the order of the changes (which are
+	// made under mu), until the goroutine that is delivering takes them:
+	// subscribers are called in that order, one event at a time, with no
+	// registry lock held.
+	pending    []EntryEvent
+	delivering bool
 
 	calls   event.Hub       // every instance's per-call events
 	changes hub[EntryEvent] // added, removed, reconfigured
@@ -44,6 +53,14 @@ type entry struct {
 	size  int                  // event buffer size from the config
 	ring  atomic.Pointer[ring] // recent events, while recording
 	unsub func()               // the forwarding subscription, while listened to
+
+	// The limits the registry last chose for the bulkhead and the
+	// generation of the configuration they come from (r.mu guards them).
+	// Reconfigure applies them with no lock held, and applies again if a
+	// later Reconfigure changed them meanwhile.
+	semWant  semaphore.Config
+	poolWant pool.Config
+	wantGen  uint64
 }
 
 func (e *entry) instance() bulkhead.Instance {
@@ -95,25 +112,49 @@ func New(cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	r := &Registry{cfg: cfg, entries: map[string]*entry{}}
-	var err error
-	for _, name := range sortedKeys(cfg.Semaphores) {
-		if _, err = r.createLocked(name, bulkhead.Semaphore); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		for _, name := range sortedKeys(cfg.Pools) {
-			if _, err = r.createLocked(name, bulkhead.Pool); err != nil {
-				break
-			}
-		}
-	}
+	created, err := r.createListed(cfg)
 	if err != nil {
-		// New pools have no tasks: Close returns at once.
-		_ = r.Close(context.Background())
+		closeEntries(created)
 		return nil, err
 	}
+	for _, e := range created {
+		r.addLocked(e) // r is not shared yet
+	}
 	return r, nil
+}
+
+// createListed creates the instances cfg lists that r does not hold yet,
+// without adding them to r. On error it returns what it created for the
+// caller to close (with closeEntries, after unlocking).
+func (r *Registry) createListed(cfg Config) ([]*entry, error) {
+	var created []*entry
+	for _, k := range []bulkhead.Kind{bulkhead.Semaphore, bulkhead.Pool} {
+		names := sortedKeys(cfg.Semaphores)
+		if k == bulkhead.Pool {
+			names = sortedKeys(cfg.Pools)
+		}
+		for _, name := range names {
+			if _, ok := r.entries[name]; ok {
+				continue
+			}
+			e, err := newEntry(cfg, r.gen, name, k)
+			if err != nil {
+				return created, err
+			}
+			created = append(created, e)
+		}
+	}
+	return created, nil
+}
+
+// closeEntries closes the pools of entries that were never shared: they
+// have no tasks, so Close returns at once.
+func closeEntries(es []*entry) {
+	for _, e := range es {
+		if e.pool != nil {
+			_ = e.pool.Close(context.Background())
+		}
+	}
 }
 
 // semaphoreConfig fills a resolved spec's unset fields from
@@ -166,41 +207,94 @@ func wrongKind(name string, is, asked bulkhead.Kind, configured bool) error {
 	return fmt.Errorf("registry: %q %s a %s bulkhead, not a %s: %w", name, how, is, asked, ErrWrongKind)
 }
 
-// createLocked makes the named bulkhead of kind k from the configuration.
-func (r *Registry) createLocked(name string, k bulkhead.Kind) (*entry, error) {
-	if ck := configuredKind(r.cfg, name); ck != 0 && ck != k {
+// newEntry makes the named bulkhead of kind k from cfg. It calls no user
+// code and publishes nothing.
+func newEntry(cfg Config, gen uint64, name string, k bulkhead.Kind) (*entry, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if ck := configuredKind(cfg, name); ck != 0 && ck != k {
 		return nil, wrongKind(name, ck, k, true)
 	}
-	e := &entry{name: name, kind: k}
+	e := &entry{name: name, kind: k, wantGen: gen}
 	if k == bulkhead.Semaphore {
-		spec, err := r.cfg.resolveSemaphore(name)
+		spec, err := cfg.resolveSemaphore(name)
 		if err != nil {
 			return nil, err
 		}
-		b, err := semaphore.New(name, semaphoreConfig(spec))
+		c := semaphoreConfig(spec)
+		b, err := semaphore.New(name, c)
 		if err != nil {
 			return nil, fmt.Errorf("registry: semaphore %q: %w", name, err)
 		}
-		e.sem, e.size = b, bufferSize(spec.EventBufferSize)
+		e.sem, e.semWant, e.size = b, c, bufferSize(spec.EventBufferSize)
 	} else {
-		spec, err := r.cfg.resolvePool(name)
+		spec, err := cfg.resolvePool(name)
 		if err != nil {
 			return nil, err
 		}
-		b, err := pool.New(name, poolConfig(spec))
+		c := poolConfig(spec)
+		b, err := pool.New(name, c)
 		if err != nil {
 			return nil, fmt.Errorf("registry: pool %q: %w", name, err)
 		}
-		e.pool, e.size = b, bufferSize(spec.EventBufferSize)
+		e.pool, e.poolWant, e.size = b, c, bufferSize(spec.EventBufferSize)
 	}
+	return e, nil
+}
+
+// checkName refuses the names no bulkhead may have: empty, or not valid
+// UTF-8 (Prometheus label values and JSON must be UTF-8).
+func checkName(name string) error {
+	if name == "" {
+		return errors.New("registry: a bulkhead name must not be empty")
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("registry: bulkhead name %q is not valid UTF-8", name)
+	}
+	return nil
+}
+
+// addLocked makes e part of r: it records and forwards e's events if r
+// does. r.mu must be held (or r not shared yet).
+func (r *Registry) addLocked(e *entry) {
 	if r.recording && e.size > 0 {
 		e.ring.Store(newRing(e.size))
 	}
 	if r.listeners > 0 {
 		r.listen(e)
 	}
-	r.entries[name] = e
-	return e, nil
+	r.entries[e.name] = e
+}
+
+// enqueueLocked queues an entry event for delivery. r.mu must be held, so
+// that events queue in the order of the changes they report.
+func (r *Registry) enqueueLocked(t EntryEventType, e *entry) {
+	r.pending = append(r.pending, EntryEvent{Type: t, Name: e.name, Kind: e.kind, Instance: e.instance()})
+}
+
+// deliver calls the entry subscribers with the queued events, in order, with
+// no lock held. If another goroutine is delivering already (perhaps the one
+// that called the subscriber that called us), it delivers ours too, after
+// those queued before them.
+func (r *Registry) deliver() {
+	r.mu.Lock()
+	if r.delivering {
+		r.mu.Unlock()
+		return
+	}
+	r.delivering = true
+	for len(r.pending) > 0 {
+		evs := r.pending
+		r.pending = nil
+		r.mu.Unlock()
+		for _, ev := range evs {
+			r.changes.publish(ev)
+		}
+		r.mu.Lock()
+	}
+	r.delivering = false
+	r.mu.Unlock()
 }
 
 // get returns the named entry of kind k, creating it if need be.
@@ -217,12 +311,15 @@ func (r *Registry) get(name string, k bulkhead.Kind) (*entry, error) {
 		}
 		return e, nil
 	}
-	e, err := r.createLocked(name, k)
-	r.mu.Unlock()
+	e, err := newEntry(r.cfg, r.gen, name, k)
 	if err != nil {
+		r.mu.Unlock()
 		return nil, err
 	}
-	r.changes.publish(EntryEvent{Type: EntryAdded, Name: name, Kind: k, Instance: e.instance()})
+	r.addLocked(e)
+	r.enqueueLocked(EntryAdded, e)
+	r.mu.Unlock()
+	r.deliver()
 	return e, nil
 }
 
@@ -293,120 +390,180 @@ func (r *Registry) Remove(name string) (bulkhead.Instance, bool) {
 			e.unsub()
 			e.unsub = nil
 		}
+		r.enqueueLocked(EntryRemoved, e)
 	}
 	r.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
-	r.changes.publish(EntryEvent{Type: EntryRemoved, Name: name, Kind: e.kind, Instance: e.instance()})
+	r.deliver()
 	return e.instance(), true
 }
 
 // Reconfigure validates cfg and makes it the registry's configuration: every
 // live bulkhead gets the limits cfg resolves for its name (a live bulkhead
 // that cfg no longer lists gets the "default" config), and instances cfg
-// lists that do not exist yet are created. It changes nothing if cfg is
-// invalid or would turn a live bulkhead into the other kind. Bulkheads'
-// own Reconfigure never blocks, so neither does this.
+// lists that do not exist yet are created.
+//
+// Everything that can be checked is checked before anything changes: if cfg
+// is invalid, would turn a live bulkhead into the other kind, or an instance
+// cannot be created, Reconfigure returns the error and changes nothing. Then
+// it switches the configuration, and applies the new limits to the live
+// bulkheads with no registry lock held (a pool that grows starts queued
+// tasks there, and its subscribers run on this goroutine, so they may call
+// the registry). A pool closed by its user rather than removed first keeps
+// its last limits: Reconfigure skips it. The only error left after the
+// switch is a pool failing to start its new workers for a changed
+// KeepAlive; that pool keeps its old limits, the others get the new ones,
+// and the error names it.
+//
+// Concurrent Reconfigure calls end with the limits of the configuration
+// installed last on every bulkhead. It does not block on the bulkheads: their
+// own Reconfigure never waits for calls in flight.
 func (r *Registry) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	type change struct {
+		e    *entry
+		sc   semaphore.Config
+		pc   pool.Config
+		size int
 	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return fmt.Errorf("registry: reconfigure: %w", bulkhead.ErrClosed)
 	}
-	for _, name := range sortedKeys(r.entries) {
+	names := sortedKeys(r.entries)
+	plan := make([]change, 0, len(names))
+	for _, name := range names {
 		e := r.entries[name]
 		if ck := configuredKind(cfg, name); ck != 0 && ck != e.kind {
 			r.mu.Unlock()
 			return fmt.Errorf("registry: reconfigure: %q is a live %s bulkhead and the new config lists it as a %s: %w", name, e.kind, ck, ErrWrongKind)
 		}
+		c := change{e: e}
+		var err error
+		if e.sem != nil {
+			var spec SemaphoreSpec
+			if spec, err = cfg.resolveSemaphore(name); err == nil {
+				c.sc, c.size = semaphoreConfig(spec), bufferSize(spec.EventBufferSize)
+				err = c.sc.Validate()
+			}
+		} else {
+			var spec PoolSpec
+			if spec, err = cfg.resolvePool(name); err == nil {
+				c.pc, c.size = poolConfig(spec), bufferSize(spec.EventBufferSize)
+				err = c.pc.Validate()
+			}
+		}
+		if err != nil {
+			r.mu.Unlock()
+			return fmt.Errorf("registry: reconfigure: %s %q: %w", e.kind, name, err)
+		}
+		plan = append(plan, c)
 	}
+	created, err := r.createListed(cfg)
+	if err != nil {
+		r.mu.Unlock()
+		closeEntries(created)
+		return err
+	}
+
+	// Nothing can fail from here on: switch.
 	r.cfg = cfg
-	var events []EntryEvent
+	r.gen++
+	for _, c := range plan {
+		e := c.e
+		e.semWant, e.poolWant, e.wantGen = c.sc, c.pc, r.gen
+		r.resizeLocked(e, c.size)
+	}
+	for _, e := range created {
+		e.wantGen = r.gen
+		r.addLocked(e)
+		r.enqueueLocked(EntryAdded, e)
+	}
+	r.mu.Unlock()
+
 	var errs []error
-	for _, name := range sortedKeys(r.entries) {
-		e := r.entries[name]
-		changed, err := r.applyLocked(e)
+	for _, c := range plan {
+		changed, err := r.apply(c.e)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		if changed {
-			events = append(events, EntryEvent{Type: EntryReconfigured, Name: name, Kind: e.kind, Instance: e.instance()})
-		}
-	}
-	for _, k := range []bulkhead.Kind{bulkhead.Semaphore, bulkhead.Pool} {
-		names := sortedKeys(cfg.Semaphores)
-		if k == bulkhead.Pool {
-			names = sortedKeys(cfg.Pools)
-		}
-		for _, name := range names {
-			if _, ok := r.entries[name]; ok {
-				continue
+			r.mu.Lock()
+			if r.entries[c.e.name] == c.e { // not removed meanwhile
+				r.enqueueLocked(EntryReconfigured, c.e)
 			}
-			e, err := r.createLocked(name, k)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			events = append(events, EntryEvent{Type: EntryAdded, Name: name, Kind: k, Instance: e.instance()})
+			r.mu.Unlock()
 		}
 	}
-	r.mu.Unlock()
-	for _, ev := range events {
-		r.changes.publish(ev)
-	}
+	r.deliver()
 	return errors.Join(errs...)
 }
 
-// applyLocked gives e the limits of the current configuration and reports
-// whether anything changed.
-func (r *Registry) applyLocked(e *entry) (bool, error) {
-	var size int
-	changed := false
-	if e.sem != nil {
-		spec, err := r.cfg.resolveSemaphore(e.name)
-		if err != nil {
-			return false, err
-		}
-		if c := semaphoreConfig(spec); c != e.sem.Config() {
-			if err := e.sem.Reconfigure(c); err != nil {
-				return false, fmt.Errorf("registry: semaphore %q: %w", e.name, err)
-			}
-			changed = true
-		}
-		size = bufferSize(spec.EventBufferSize)
-	} else {
-		spec, err := r.cfg.resolvePool(e.name)
-		if err != nil {
-			return false, err
-		}
-		if c := poolConfig(spec); c != e.pool.Config() {
-			if err := e.pool.Reconfigure(c); err != nil {
-				return false, fmt.Errorf("registry: pool %q: %w", e.name, err)
-			}
-			changed = true
-		}
-		size = bufferSize(spec.EventBufferSize)
-	}
-	if size != e.size {
-		e.size = size
-		if r.recording {
-			var next *ring
-			if size > 0 {
-				next = newRing(size)
-				if old := e.ring.Load(); old != nil {
-					for _, ev := range old.events() {
-						next.add(ev)
-					}
+// apply gives e's bulkhead the limits the registry chose for it, with no
+// lock held, and reports whether they changed. If a concurrent Reconfigure
+// chose other limits meanwhile, it applies those too, so that the last
+// configuration installed wins whatever the order the calls finish in.
+func (r *Registry) apply(e *entry) (changed bool, err error) {
+	for {
+		r.mu.Lock()
+		gen, sc, pc := e.wantGen, e.semWant, e.poolWant
+		r.mu.Unlock()
+		err = nil
+		if e.sem != nil {
+			if sc != e.sem.Config() {
+				// Cannot fail: sc was validated.
+				if err = e.sem.Reconfigure(sc); err == nil {
+					changed = true
 				}
 			}
-			e.ring.Store(next)
+		} else if pc != e.pool.Config() {
+			err = e.pool.Reconfigure(pc)
+			switch {
+			case err == nil:
+				changed = true
+			case errors.Is(err, bulkhead.ErrClosed):
+				// Closed by its user, or by Close meanwhile: it runs
+				// nothing more, so it has no limits to change.
+				err = nil
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("registry: reconfigure: %s %q keeps its old limits: %w", e.kind, e.name, err)
+		}
+		r.mu.Lock()
+		again := e.wantGen != gen
+		r.mu.Unlock()
+		if !again {
+			return changed, err
 		}
 	}
-	return changed, nil
+}
+
+// resizeLocked gives e's event ring the new size, keeping the newest
+// events. r.mu must be held.
+func (r *Registry) resizeLocked(e *entry, size int) {
+	if size == e.size {
+		return
+	}
+	e.size = size
+	if !r.recording {
+		return
+	}
+	var next *ring
+	if size > 0 {
+		next = newRing(size)
+		if old := e.ring.Load(); old != nil {
+			for _, rec := range old.records() {
+				next.put(rec)
+			}
+		}
+	}
+	e.ring.Store(next)
 }
 
 // Close closes every pool bulkhead, as pool.Bulkhead.Close does: running and
@@ -486,8 +643,12 @@ func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 }
 
 // SubscribeEntries calls fn when a bulkhead is added, removed or
-// reconfigured, until cancel is called. fn is called without any registry
-// lock held.
+// reconfigured, until cancel is called. Events arrive one at a time, in the
+// order of the changes, with no registry lock held, so fn may call the
+// registry. Usually fn runs on the goroutine that made the change, before
+// that call returns; but while another goroutine is delivering events (for
+// instance fn's own), that goroutine delivers the new ones after those
+// before them.
 func (r *Registry) SubscribeEntries(fn func(EntryEvent)) (cancel func()) {
 	return r.changes.subscribe(fn)
 }

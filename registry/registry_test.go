@@ -273,7 +273,7 @@ thread-pool-bulkhead:
 	if _, ok := r.Find("fraud"); !ok {
 		t.Error("newly listed fraud not created")
 	}
-	want := []string{"reconfigured:emails", "reconfigured:payment", "reconfigured:search", "added:fraud"}
+	want := []string{"added:fraud", "reconfigured:emails", "reconfigured:payment", "reconfigured:search"}
 	if !equal(events, want) {
 		t.Errorf("events %v, want %v (inventory unchanged: no event)", events, want)
 	}
@@ -429,6 +429,7 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	defer unregister()
 	h := r.Handler()
+	cfg := mustLoad(t, testYAML) // here: t.Fatalf must not run on the goroutines below
 	names := []string{"a", "b", "c", "payment"}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -445,7 +446,9 @@ func TestConcurrentUse(t *testing.T) {
 				case 1:
 					r.Remove(name)
 				case 2:
-					_ = r.Reconfigure(mustLoad(t, testYAML))
+					if err := r.Reconfigure(cfg); err != nil {
+						t.Error(err)
+					}
 				case 3:
 					_, _ = reg.Gather()
 				case 4:
