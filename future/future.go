@@ -16,7 +16,7 @@ var ErrNotDone = errors.New("future: not done")
 
 // Canceler is what [Future.Cancel] asks to stop the work behind a pending
 // future made by a [Promise]. Its Cancel must see to it that the future is
-// completed (soon or later); *Future itself is a Canceler.
+// completed (sooner or later); *Future itself is a Canceler.
 type Canceler interface {
 	Cancel()
 }
@@ -40,17 +40,29 @@ type Future[T any] struct {
 	val       T
 	err       error
 	canceler  Canceler
-	hooks     atomic.Pointer[hook] // callbacks to run on completion; fired once run
+	// hooks are the callbacks to run on completion, oldest first. head is
+	// read without the lock, so that completing a future nobody hooked
+	// costs one atomic load; it and the links are changed under mu.
+	mu   sync.Mutex
+	head atomic.Pointer[hook]
+	tail *hook
 }
 
-// hook is one callback waiting for a future to complete.
+// hook is one callback waiting for a future to complete. Whoever hooks a
+// future embeds a hook and sets x to itself, so that hooking costs no
+// allocation of its own.
 type hook struct {
-	fn   func()
-	next *hook
+	x          hookTarget
+	idx        int // for x: which of its futures this hook watches
+	prev, next *hook
+	linked     bool // on a future's list; guarded by that future's mu
 }
 
-// fired marks a future's hook list once the future has completed.
-var fired = &hook{}
+// hookTarget is what a hook calls when its future completes; failed reports
+// whether it completed with an error.
+type hookTarget interface {
+	fire(idx int, failed bool)
+}
 
 // closedChan is the Done channel of futures made complete.
 var closedChan = func() chan struct{} {
@@ -154,27 +166,86 @@ func (f *Future[T]) complete(v T, err error) bool {
 		}
 	}
 	f.wg.Done()
-	for h := f.hooks.Swap(fired); h != nil; h = h.next {
-		h.fn()
+	// onDone links a hook before it looks at the state, and this looks at
+	// the list after storing the state: one of the two sees the other.
+	if f.head.Load() != nil {
+		f.mu.Lock()
+		h := f.head.Load()
+		for x := h; x != nil; x = x.next {
+			x.linked = false
+		}
+		f.head.Store(nil)
+		f.tail = nil
+		f.mu.Unlock()
+		runHooks(h, err != nil)
 	}
 	return true
 }
 
-// onDone calls fn once the future has completed: at once on this goroutine
-// if it already has, otherwise on the goroutine that completes it.
-func (f *Future[T]) onDone(fn func()) {
-	h := &hook{fn: fn}
-	for {
-		head := f.hooks.Load()
-		if head == fired {
-			fn()
-			return
-		}
-		h.next = head
-		if f.hooks.CompareAndSwap(head, h) {
-			return
-		}
+// runHooks fires h and the hooks after it, in order. If one panics or calls
+// runtime.Goexit, the rest still run (from a deferred call) before the
+// panic or Goexit goes on unwinding the goroutine.
+func runHooks(h *hook, failed bool) {
+	for ; h != nil; h = h.next {
+		fireGuarded(h, failed)
 	}
+}
+
+func fireGuarded(h *hook, failed bool) {
+	normal := false
+	defer func() {
+		if !normal {
+			runHooks(h.next, failed)
+		}
+	}()
+	h.x.fire(h.idx, failed)
+	normal = true
+}
+
+// onDone arranges for h to fire once the future has completed: at once on
+// this goroutine if it already has, otherwise on the goroutine that
+// completes it, after the hooks linked before it. It reports whether h was
+// linked, for unhook.
+func (f *Future[T]) onDone(h *hook) bool {
+	f.mu.Lock()
+	h.prev, h.next, h.linked = f.tail, nil, true
+	if f.tail == nil {
+		f.head.Store(h)
+	} else {
+		f.tail.next = h
+	}
+	f.tail = h
+	if f.state.Load() == complete { // complete may not have seen h: fire it here
+		f.unlinkLocked(h)
+		f.mu.Unlock()
+		h.x.fire(h.idx, f.err != nil)
+		return false
+	}
+	f.mu.Unlock()
+	return true
+}
+
+// unhook takes h off the future's list if it has not fired yet.
+func (f *Future[T]) unhook(h *hook) {
+	f.mu.Lock()
+	if h.linked {
+		f.unlinkLocked(h)
+	}
+	f.mu.Unlock()
+}
+
+func (f *Future[T]) unlinkLocked(h *hook) {
+	if h.prev == nil {
+		f.head.Store(h.next)
+	} else {
+		h.prev.next = h.next
+	}
+	if h.next == nil {
+		f.tail = h.prev
+	} else {
+		h.next.prev = h.prev
+	}
+	h.prev, h.next, h.linked = nil, nil, false
 }
 
 // Promise is the writing side of a [Future]: whoever holds it completes the
@@ -221,22 +292,28 @@ func Completed[T any](v T, err error) *Future[T] {
 	f := &Future[T]{val: v, err: err}
 	f.done.Store(closedChan)
 	f.state.Store(complete)
-	f.hooks.Store(fired)
 	return f
 }
 
-// All waits for every future, in order, and returns their values in the same
-// order. It returns early with the error of the first future (in argument
-// order) that failed, or with ctx.Err() if ctx ends first. It does not cancel
-// the others: cancel them if their results are no longer wanted.
+// All waits for every future and returns their values in argument order.
+// It returns early, with nil values, as soon as one of them fails: with the
+// error of the first to fail in time (of those that had already failed when
+// All was called, the first in argument order), or with ctx.Err() if ctx
+// ends first. It does not cancel the others: cancel them if their results
+// are no longer wanted. All starts no goroutine: it hooks each pending
+// future, wakes once (when the last succeeds or the first fails), and takes
+// its hooks off before it returns.
 func All[T any](ctx context.Context, fs ...*Future[T]) ([]T, error) {
+	i, err := await(ctx, fs, false)
+	if err != nil {
+		return nil, err
+	}
+	if i >= 0 {
+		return nil, fs[i].err
+	}
 	out := make([]T, len(fs))
 	for i, f := range fs {
-		v, err := f.Wait(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = v
+		out[i] = f.val
 	}
 	return out, nil
 }
@@ -245,54 +322,135 @@ func All[T any](ctx context.Context, fs ...*Future[T]) ([]T, error) {
 var errNoFutures = errors.New("future: First called with no futures")
 
 // First waits for the first of the futures to complete and returns its value
-// and error, whether it succeeded or failed; if several have completed, the
-// one earliest in argument order wins. It returns ctx.Err() if ctx ends
-// first, and an error if fs is empty. It does not cancel the others.
+// and error, whether it succeeded or failed; if several had completed when
+// First was called, the one earliest in argument order wins. It returns
+// ctx.Err() if ctx ends first, and an error if fs is empty. It does not
+// cancel the others, and leaves no hook on them once it returns.
 func First[T any](ctx context.Context, fs ...*Future[T]) (T, error) {
 	var zero T
 	if len(fs) == 0 {
 		return zero, errNoFutures
 	}
-	for _, f := range fs {
-		if f.state.Load() == complete {
-			return f.val, f.err
+	i, err := await(ctx, fs, true)
+	if err != nil {
+		return zero, err
+	}
+	return fs[i].val, fs[i].err
+}
+
+// waiter is what All and First wait on: one hook on each pending future,
+// and one wake-up once the outcome is known.
+type waiter struct {
+	anyDone bool          // First: the first completion decides; All: the first failure, or the last success
+	left    atomic.Int64  // All: successes still awaited, plus one while hooks are being added
+	first   atomic.Int64  // 1 + index of the deciding future; 0 until then
+	wake    chan struct{} // buffered 1; only the decider, or the last success, sends
+	hooks   []hook
+}
+
+func (w *waiter) fire(idx int, failed bool) {
+	if failed || w.anyDone {
+		if w.first.CompareAndSwap(0, int64(idx)+1) {
+			w.wake <- struct{}{}
+		}
+		return
+	}
+	if w.left.Add(-1) == 0 {
+		w.wake <- struct{}{}
+	}
+}
+
+// await waits for the outcome of fs for All (anyDone false: every future
+// succeeds, or one fails) or First (anyDone true: one completes). It
+// returns the index of the deciding future, -1 if every one succeeded, or
+// ctx.Err(). It leaves no hook behind.
+func await[T any](ctx context.Context, fs []*Future[T], anyDone bool) (int, error) {
+	var w *waiter
+	unhook := func() {
+		if w != nil {
+			for i := range w.hooks {
+				fs[w.hooks[i].idx].unhook(&w.hooks[i])
+			}
 		}
 	}
-	won := make(chan *Future[T], 1)
-	for _, f := range fs {
-		f.onDone(func() {
-			select {
-			case won <- f:
-			default:
+	for i, f := range fs {
+		if f.state.Load() == complete {
+			if anyDone || f.err != nil {
+				unhook()
+				return i, nil
 			}
-		})
+			continue
+		}
+		if w == nil {
+			// hooks never grows past this capacity: they are linked by address.
+			w = &waiter{anyDone: anyDone, wake: make(chan struct{}, 1), hooks: make([]hook, 0, len(fs)-i)}
+			w.left.Store(1) // held until every hook is on
+		}
+		w.hooks = append(w.hooks, hook{idx: i})
+		h := &w.hooks[len(w.hooks)-1]
+		h.x = w
+		if !anyDone {
+			w.left.Add(1)
+		}
+		f.onDone(h)
+	}
+	if w == nil {
+		return -1, nil // All: every future had succeeded already
+	}
+	if !anyDone && w.left.Add(-1) == 0 {
+		w.wake <- struct{}{}
 	}
 	select {
-	case f := <-won:
-		return f.val, f.err
+	case <-w.wake:
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		select {
+		case <-w.wake: // both ready: the result wins, as in Wait
+		default:
+			unhook()
+			return 0, ctx.Err()
+		}
 	}
+	unhook()
+	if i := w.first.Load(); i > 0 {
+		return int(i - 1), nil
+	}
+	return -1, nil
 }
 
 // Then returns a future that completes with fn's result once f succeeds, or
 // with f's error (fn not called) once f fails. fn runs on the goroutine that
-// completes f (a pool worker, a Promise's caller), or at once on the caller
-// of Then if f has already completed, so keep it short and non-blocking; a
-// panic in fn completes the new future with a [*bulkhead.PanicError].
-// Cancelling the new future cancels f.
+// completes f, or at once on the caller of Then if f has already completed.
+// For a pool task that is the worker, after the task's slot has been freed
+// but before the worker takes its next task, so fn must be quick and must
+// not block. Callbacks on one future run in the order Then was called, and
+// a panic or runtime.Goexit in one does not stop the others; a panic in fn
+// completes the new future with a [*bulkhead.PanicError]. Cancelling the new
+// future cancels f.
 func Then[T, U any](f *Future[T], fn func(T) (U, error)) *Future[U] {
-	p := NewPromise[U](f)
-	f.onDone(func() {
-		if f.err != nil {
-			var zero U
-			p.Complete(zero, f.err)
-			return
-		}
-		v, err := callThen(fn, f.val)
-		p.Complete(v, err)
-	})
-	return p.Future()
+	t := &then[T, U]{src: f, fn: fn}
+	t.p.Init(f)
+	t.h.x = t
+	f.onDone(&t.h)
+	return t.p.Future()
+}
+
+// then is one Then: its hook on the source future and the new future, in
+// one allocation.
+type then[T, U any] struct {
+	h   hook
+	p   Promise[U]
+	src *Future[T]
+	fn  func(T) (U, error)
+}
+
+func (t *then[T, U]) fire(int, bool) {
+	if err := t.src.err; err != nil {
+		var zero U
+		t.p.Complete(zero, err)
+		return
+	}
+	v, err := callThen(t.fn, t.src.val)
+	t.p.Complete(v, err)
 }
 
 func callThen[T, U any](fn func(T) (U, error), v T) (u U, err error) {

@@ -77,6 +77,31 @@ func BenchmarkSubmitWait(b *testing.B) {
 			}
 		}
 	})
+	b.Run("pool_cancelable_ctx_task_watches_ctx", func(b *testing.B) {
+		// The task looks at ctx.Done, as one that makes a call with it
+		// would: its context starts watching the submitter's.
+		p := benchPool(b, pool.Config{MaxWorkers: workers, QueueCapacity: 1024})
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		watch := func(ctx context.Context) (int, error) {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			default:
+				return 42, nil
+			}
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			f, err := pool.Submit(cctx, p, watch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if v, _ := f.Wait(cctx); v != 42 {
+				b.Fatal(v)
+			}
+		}
+	})
 	b.Run("ants_Submit_wg", func(b *testing.B) {
 		p := benchAnts(b, workers)
 		b.ReportAllocs()

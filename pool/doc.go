@@ -32,8 +32,15 @@
 //
 // The workers are goroutines of an [github.com/panjf2000/ants/v2] pool that
 // the Bulkhead owns; the queue and the accounting are the Bulkhead's own.
-// [Bulkhead.Reconfigure] changes the limits without blocking, and
-// [Bulkhead.Close] stops the Bulkhead and waits for its goroutines to exit.
+// When ants has no idle goroutine (its goroutines may still be busy with the
+// callbacks of finished tasks), a task starts on a goroutine of the
+// Bulkhead's own instead of waiting. [Bulkhead.Reconfigure] changes the
+// limits without blocking, and [Bulkhead.Close] stops the Bulkhead and waits
+// for its goroutines to exit.
+//
+// Event subscribers and [future.Then] callbacks of a task run on its worker
+// after the task's slot has been freed and before the worker takes the next
+// queued task: keep them quick and non-blocking.
 //
 // Tests that check for leaked goroutines with go.uber.org/goleak should
 // ignore the two goroutines ants starts for its package-level default pool

@@ -61,7 +61,8 @@ func ExampleBulkhead_Close() {
 	b, _ := pool.New("reports", pool.DefaultConfig())
 	f, _ := pool.Submit(context.Background(), b, func(context.Context) (string, error) { return "done", nil })
 
-	// Close lets accepted work finish, then refuses new work.
+	// Close refuses new work at once, and returns once the accepted work
+	// has finished.
 	fmt.Println(b.Close(context.Background()))
 	fmt.Println(f.Result())
 	_, err := pool.Submit(context.Background(), b, func(context.Context) (string, error) { return "", nil })

@@ -79,6 +79,18 @@ func (g *gate) waitStarted(t testing.TB, n int) {
 
 func (g *gate) release() { close(g.open) }
 
+// recv receives from ch, failing the test if nothing comes within guard.
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(guard):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
 func mustSubmit[T any](t testing.TB, b *pool.Bulkhead, fn func(context.Context) (T, error)) *future.Future[T] {
 	t.Helper()
 	f, err := pool.Submit(context.Background(), b, fn)

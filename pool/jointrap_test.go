@@ -29,39 +29,55 @@ func goid() uint64 {
 // The join trap, face 1: Submit then Wait straight away runs the task on
 // another goroutine (a hand-off) while the caller sits blocked for the whole
 // task, so the caller gains nothing over running the call itself under a
-// semaphore. BenchmarkJoin measures the cost of the hand-off.
+// semaphore. BenchmarkSubmitWait measures the cost of the hand-off.
+//
+// synctest makes "the caller is still blocked" a fact rather than a guess:
+// once every goroutine of the bubble is blocked, the task is parked on
+// release and the caller must be parked in Wait, not past it.
 func TestJoinTrapSubmitThenWaitHoldsTheCaller(t *testing.T) {
-	b := newPool(t, pool.Config{MaxWorkers: 1})
-	var callerResumed atomic.Bool
-	caller := make(chan uint64, 1)
-	taskG := make(chan uint64, 1)
-	release := make(chan struct{})
-	started := make(chan struct{})
-	heldThroughout := make(chan bool, 1)
-	go func() {
-		caller <- goid()
-		f, err := pool.Submit(context.Background(), b, func(context.Context) (int, error) {
-			taskG <- goid()
-			close(started)
-			<-release
-			heldThroughout <- !callerResumed.Load() // the caller has not moved on while the task ran
-			return 1, nil
-		})
+	synctest.Test(t, func(t *testing.T) {
+		b, err := pool.New("test", pool.Config{MaxWorkers: 1})
 		if err != nil {
-			t.Error(err)
-			return
+			t.Fatal(err)
 		}
-		f.Wait(context.Background())
-		callerResumed.Store(true)
-	}()
-	<-started
-	close(release)
-	if !<-heldThroughout {
-		t.Fatal("the caller went on before the task finished")
-	}
-	if c, w := <-caller, <-taskG; c == w {
-		t.Fatalf("the task ran on the caller's goroutine %d", c)
-	}
+		caller := make(chan uint64, 1)
+		taskG := make(chan uint64, 1)
+		release := make(chan struct{})
+		resumed := make(chan struct{})
+		go func() {
+			defer close(resumed)
+			caller <- goid()
+			f, err := pool.Submit(context.Background(), b, func(context.Context) (int, error) {
+				taskG <- goid()
+				<-release
+				return 1, nil
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if v, err := f.Wait(context.Background()); v != 1 || err != nil {
+				t.Errorf("Wait: %v, %v", v, err)
+			}
+		}()
+		synctest.Wait()
+		if len(taskG) != 1 {
+			t.Fatal("the task has not started")
+		}
+		select {
+		case <-resumed:
+			t.Fatal("the caller went on while the task was still running")
+		default:
+		}
+		close(release)
+		<-resumed
+		if c, w := <-caller, <-taskG; c == w {
+			t.Fatalf("the task ran on the caller's goroutine %d", c)
+		}
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // The join trap, face 2: a task that submits to its own saturated pool and

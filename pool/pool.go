@@ -17,9 +17,11 @@ import (
 )
 
 // antsHeadroom is how many ants workers the pool may have per allowed task.
-// ants counts a worker as busy for a moment after the task returns, so an
-// ants pool of exactly MaxWorkers could make a start wait for that moment;
-// the bulkhead's own count is what limits running tasks to MaxWorkers.
+// An ants worker stays busy after its task's slot is freed: a moment inside
+// ants, and while it completes the future and runs subscribers and future
+// callbacks. The bulkhead's own count is what limits running tasks to
+// MaxWorkers; the ants pool is non-blocking, and when it has no free worker
+// the task starts on a goroutine of the bulkhead's own (see invoke).
 const antsHeadroom = 2
 
 // Bulkhead runs tasks on at most MaxWorkers worker goroutines, with a
@@ -56,6 +58,7 @@ type Bulkhead struct {
 	releasing                              bool           // the release goroutine has started
 	released                               chan struct{}  // closed when every goroutine of the bulkhead is gone
 	retired                                sync.WaitGroup // releases of ants pools replaced by Reconfigure
+	spill                                  sync.WaitGroup // goroutines started when ants had no free worker
 }
 
 type fullErrors struct{ now, waited *bulkhead.FullError }
@@ -84,7 +87,7 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 
 func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
 	return ants.NewPoolWithFunc(antsHeadroom*cfg.MaxWorkers, b.work,
-		ants.WithExpiryDuration(cfg.keepAlive()))
+		ants.WithExpiryDuration(cfg.keepAlive()), ants.WithNonblocking(true))
 }
 
 // apply installs cfg's limits and rejection errors. b.mu must be held, or b
@@ -115,8 +118,11 @@ func (b *Bulkhead) String() string { return fmt.Sprintf("pool bulkhead %q", b.na
 
 // Subscribe calls fn with every event of this Bulkhead until cancel is
 // called. fn runs with no lock held on the goroutine where the event
-// happened (the submitter, a worker, a timer); it must be quick, and a panic
-// in it is recovered and ignored.
+// happened (the submitter, a worker, a timer). On a worker, the finished
+// event comes after the task's slot has been freed, but before the worker
+// takes its next task, so fn must be quick and must not block. A panic in fn
+// is recovered and ignored; a runtime.Goexit in fn ends that goroutine but
+// loses no task or future.
 func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	return b.hub.Subscribe(fn)
 }
@@ -133,6 +139,10 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // future is cancelled leaves the queue at once and never runs; its future
 // fails with the context's error. A panic in fn completes the future with a
 // [*bulkhead.PanicError]; the worker carries on.
+//
+// The task's context is cheap when unused: it starts watching ctx only when
+// the task is queued or first asks for its Done channel, and makes its view
+// of ctx's values on the first Value call.
 func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
 	if fn == nil {
 		panic("pool: Submit called with a nil function")
@@ -200,27 +210,16 @@ func (b *Bulkhead) admit(ctx context.Context, t interface {
 	t.init()
 	n := t.base()
 	n.b, n.j = b, t
-	n.ctx.parent, n.ctx.vals = ctx, ctx
-	if ctx.Done() != nil {
-		n.ctx.vals = context.WithoutCancel(ctx)
-		n.ctx.stop = context.AfterFunc(ctx, n.parentDone)
-	}
+	n.ctx.n, n.ctx.parent, n.ctx.hide = n, ctx, ctx.Done() != nil
 	b.mu.Lock()
 	switch {
 	case b.closing:
 		b.mu.Unlock()
-		n.unwatch()
 		return bulkhead.ErrClosed
-	case n.ctx.stop != nil && n.ctx.isDone(): // ctx ended while we got here: as if it had ended before
-		b.mu.Unlock()
-		return ctx.Err()
 	case b.active < b.maxWorkers:
 		b.startLocked(n)
 		b.mu.Unlock()
-		if b.hub.Active() {
-			b.publish(bulkhead.EventPermitted, nil, 0, 0)
-		}
-		b.invoke(n)
+		b.start(n)
 		return nil
 	case b.queued < b.queueCap:
 		n.state = stQueued
@@ -234,10 +233,12 @@ func (b *Bulkhead) admit(ctx context.Context, t interface {
 			n.queuedAt = now()
 		}
 		b.mu.Unlock()
+		// A queued task leaves the queue as soon as ctx ends. If it has
+		// already started by now, or even finished, watch sorts that out.
+		n.ctx.watch()
 		return nil
 	}
 	b.mu.Unlock()
-	n.unwatch()
 	return b.reject()
 }
 
@@ -253,7 +254,41 @@ func (b *Bulkhead) startLocked(n *node) {
 	b.storeLoad()
 }
 
-// invoke hands a started node to an ants worker.
+// start hands n, just counted running, to a worker, after publishing
+// EventPermitted if anyone listens. A subscriber that calls runtime.Goexit
+// does not strand n.
+func (b *Bulkhead) start(n *node) {
+	if b.hub.Active() {
+		defer b.invoke(n)
+		b.publish(bulkhead.EventPermitted, nil, sinceOrZero(n.queuedAt), 0)
+		return
+	}
+	b.invoke(n)
+}
+
+// each calls fn for every node of ns, and goes on with the rest even if fn
+// calls runtime.Goexit (a subscriber or a future callback may), before the
+// goroutine ends.
+func each(ns []*node, fn func(*node)) {
+	for i, n := range ns {
+		normal := false
+		func() {
+			defer func() {
+				if !normal {
+					each(ns[i+1:], fn)
+				}
+			}()
+			fn(n)
+			normal = true
+		}()
+	}
+}
+
+// invoke hands a started node to a worker, without blocking: an idle ants
+// worker if there is one, else a new goroutine that Close waits for. The
+// ants pool may have no idle worker although fewer than MaxWorkers tasks
+// run, since its workers stay busy after their tasks' slots are freed (see
+// antsHeadroom).
 func (b *Bulkhead) invoke(n *node) {
 	for {
 		p := b.ants.Load()
@@ -261,12 +296,14 @@ func (b *Bulkhead) invoke(n *node) {
 		if err == nil {
 			return
 		}
-		if b.ants.Load() != p {
+		if err == ants.ErrPoolClosed && b.ants.Load() != p {
 			continue // Reconfigure replaced the pool under us
 		}
-		// ants refused (it cannot while the bulkhead is open and the pool
-		// blocks rather than rejects); run the task here rather than lose it.
-		b.work(n)
+		b.spill.Add(1) // the bulkhead is not released while n is counted running
+		go func() {
+			defer b.spill.Done()
+			b.work(n)
+		}()
 		return
 	}
 }
@@ -333,8 +370,19 @@ func (b *Bulkhead) finish(n *node, start time.Time) (next *node) {
 		b.drainedLocked()
 	}
 	b.mu.Unlock()
-	n.unwatch()
-	n.ctx.cancel(context.Canceled)
+	n.ctx.end(context.Canceled, true)
+	normal := false
+	defer func() {
+		if !normal {
+			// A subscriber or a future callback called runtime.Goexit, and
+			// this goroutine is ending: complete the future (if that is not
+			// what was running) and hand next to another worker first.
+			n.j.settle()
+			if next != nil {
+				b.invoke(next)
+			}
+		}
+	}()
 	if b.hub.Active() {
 		var run time.Duration
 		if !start.IsZero() {
@@ -346,14 +394,8 @@ func (b *Bulkhead) finish(n *node, start time.Time) (next *node) {
 		}
 	}
 	n.j.settle()
+	normal = true
 	return next
-}
-
-// unwatch stops watching the submitter's context.
-func (n *node) unwatch() {
-	if n.ctx.stop != nil {
-		n.ctx.stop()
-	}
 }
 
 // cancel ends n because its future was cancelled or its submitter's context
@@ -401,10 +443,11 @@ func (b *Bulkhead) dropLocked(n *node) {
 
 // dropped completes the future of a node that left the queue without running.
 func (b *Bulkhead) dropped(n *node, typ bulkhead.EventType, err error) {
-	n.unwatch()
-	n.ctx.cancel(context.Canceled)
+	n.ctx.end(context.Canceled, true)
 	if b.hub.Active() {
+		defer n.j.fail(err) // even if a subscriber calls runtime.Goexit
 		b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
+		return
 	}
 	n.j.fail(err)
 }
@@ -475,12 +518,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 	}
 	b.storeLoad()
 	b.mu.Unlock()
-	for _, n := range start {
-		if b.hub.Active() {
-			b.publish(bulkhead.EventPermitted, nil, sinceOrZero(n.queuedAt), 0)
-		}
-		b.invoke(n)
-	}
+	each(start, b.start)
 	return nil
 }
 
@@ -523,9 +561,19 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	select {
+	case <-b.released: // checked first: once released, Close returns nil whatever ctx
+		return nil
+	default:
+	}
+	select {
 	case <-b.released:
 		return nil
 	case <-ctx.Done():
+		select {
+		case <-b.released: // both ready: the release wins
+			return nil
+		default:
+		}
 	}
 	b.mu.Lock()
 	var drop []*node
@@ -539,9 +587,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 		n.ctx.cancel(context.Canceled)
 	}
 	b.mu.Unlock()
-	for _, n := range drop {
-		b.dropped(n, bulkhead.EventCancelled, bulkhead.ErrClosed)
-	}
+	each(drop, func(n *node) { b.dropped(n, bulkhead.EventCancelled, bulkhead.ErrClosed) })
 	return ctx.Err()
 }
 
@@ -558,6 +604,7 @@ func (b *Bulkhead) drainedLocked() {
 		// exit; it may have been started by one of those workers.
 		_ = p.ReleaseContext(context.Background())
 		b.retired.Wait()
+		b.spill.Wait()
 		close(b.released)
 	}()
 }

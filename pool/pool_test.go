@@ -1,13 +1,16 @@
 package pool_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -268,7 +271,7 @@ func TestRunningTaskCancelled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-started
+			recv(t, started, "the task to start")
 			if how == "future" {
 				f.Cancel()
 			} else {
@@ -381,7 +384,7 @@ func TestGoexitDoesNotStrandQueue(t *testing.T) {
 		runtime.Goexit()
 		return 0, nil
 	})
-	<-started
+	recv(t, started, "the task to start")
 	next := mustSubmit(t, b, func(context.Context) (int, error) { return 9, nil })
 	close(release)
 	if _, err := wait(t, f); err == nil || !strings.Contains(err.Error(), "Goexit") {
@@ -423,7 +426,7 @@ func TestReconfigureShrinkLetsRunningFinish(t *testing.T) {
 		fs = append(fs, mustSubmit(t, b, func(context.Context) (int, error) { started <- i; <-gt; return i, nil }))
 	}
 	for range 3 {
-		<-started
+		recv(t, started, "the tasks to start")
 	}
 	if err := b.Reconfigure(pool.Config{MaxWorkers: 1, QueueCapacity: 5}); err != nil {
 		t.Fatal(err)
@@ -480,66 +483,99 @@ func TestReconfigureSmallerQueueKeepsItsTasks(t *testing.T) {
 	}
 }
 
+// A new KeepAlive takes effect: the task submitted after Reconfigure runs on
+// a worker of a new ants pool, which exits once idle for the new KeepAlive,
+// while the old pool (KeepAlive an hour) would have kept it for an hour.
+// The fake clock of synctest makes the hour and the second exact.
 func TestReconfigureKeepAlive(t *testing.T) {
-	b := newPool(t, pool.Config{MaxWorkers: 2, QueueCapacity: 2})
-	g := newGate()
-	f1 := mustSubmit(t, b, g.task(1))
-	g.waitStarted(t, 1)
-	cfg := pool.Config{MaxWorkers: 2, QueueCapacity: 2, KeepAlive: time.Minute}
-	if err := b.Reconfigure(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if b.Config() != cfg {
-		t.Fatalf("Config() = %+v", b.Config())
-	}
-	f2 := mustSubmit(t, b, g.task(2)) // runs on the new ants pool
-	g.waitStarted(t, 1)
-	g.release()
-	if _, err := future.All(guardCtx(t), f1, f2); err != nil {
-		t.Fatal(err)
-	}
-	atRest(t, b)
+	synctest.Test(t, func(t *testing.T) {
+		b, err := pool.New("test", pool.Config{MaxWorkers: 2, QueueCapacity: 2, KeepAlive: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := newGate()
+		f1 := mustSubmit(t, b, g.task(1)) // runs on the old pool through Reconfigure
+		g.waitStarted(t, 1)
+		cfg := pool.Config{MaxWorkers: 2, QueueCapacity: 2, KeepAlive: time.Second}
+		if err := b.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if b.Config() != cfg {
+			t.Fatalf("Config() = %+v", b.Config())
+		}
+		worker := make(chan uint64, 1)
+		f2 := mustSubmit(t, b, func(context.Context) (int, error) { worker <- goid(); return 2, nil })
+		if v, err := f2.Wait(context.Background()); v != 2 || err != nil {
+			t.Fatalf("f2: %v, %v", v, err)
+		}
+		id := <-worker
+		synctest.Wait()
+		if !goroutineExists(id) {
+			t.Fatal("the worker exited at once; the test cannot tell the pools apart")
+		}
+		time.Sleep(10 * time.Second) // ten new KeepAlives, far below the old one
+		synctest.Wait()
+		if goroutineExists(id) {
+			t.Fatalf("the worker goroutine %d is still there after 10 s idle: the task did not run on a pool with the new KeepAlive", id)
+		}
+		g.release()
+		if _, err := f1.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		atRest(t, b)
+	})
 }
 
+// goroutineExists reports whether a goroutine with the given id exists.
+func goroutineExists(id uint64) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return bytes.Contains(buf, []byte("goroutine "+strconv.FormatUint(id, 10)+" ["))
+}
+
+// Close refuses new work at once and waits for the running and queued tasks.
+// synctest tells "Close is still waiting" from "Close has not got there yet":
+// once every goroutine of the bubble is blocked, Close must be among them.
 func TestCloseDrains(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGate()
-	fs := []*future.Future[int]{mustSubmit(t, b, g.task(1)), mustSubmit(t, b, g.task(2)), mustSubmit(t, b, g.task(3))}
-	g.waitStarted(t, 1)
-	closed := make(chan error, 1)
-	go func() { closed <- b.Close(guardCtx(t)) }()
-	// Close refuses new work at once, while the old work still runs.
-	for {
-		if _, err := pool.Submit(context.Background(), b, g.task(4)); err == bulkhead.ErrClosed {
-			break
+	synctest.Test(t, func(t *testing.T) {
+		b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 2})
+		if err != nil {
+			t.Fatal(err)
 		}
-		runtime.Gosched()
-	}
-	select {
-	case err := <-closed:
-		t.Fatalf("Close returned %v while tasks were running", err)
-	default:
-	}
-	g.release()
-	if err := <-closed; err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	for i, f := range fs {
-		if v, err := f.Result(); v != i+1 || err != nil {
-			t.Fatalf("task %d: %v, %v", i+1, v, err)
+		g := newGate()
+		fs := []*future.Future[int]{mustSubmit(t, b, g.task(1)), mustSubmit(t, b, g.task(2)), mustSubmit(t, b, g.task(3))}
+		g.waitStarted(t, 1)
+		closed := make(chan error, 1)
+		go func() { closed <- b.Close(context.Background()) }()
+		synctest.Wait()
+		if _, err := pool.Submit(context.Background(), b, g.task(4)); err != bulkhead.ErrClosed {
+			t.Fatalf("Submit during Close: %v, want ErrClosed", err)
 		}
-	}
-	if err := b.Close(context.Background()); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	s := atRest(t, b)
-	if s.Permitted != 3 || s.Finished != 3 {
-		t.Fatalf("Stats %+v", s)
-	}
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned %v while tasks were running", err)
+		default:
+		}
+		g.release()
+		if err := <-closed; err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		for i, f := range fs {
+			if v, err := f.Result(); v != i+1 || err != nil {
+				t.Fatalf("task %d: %v, %v", i+1, v, err)
+			}
+		}
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		s := atRest(t, b)
+		if s.Permitted != 3 || s.Finished != 3 {
+			t.Fatalf("Stats %+v", s)
+		}
+	})
 }
 
 func TestCloseGivesUp(t *testing.T) {
@@ -573,7 +609,7 @@ func TestCloseGivesUp(t *testing.T) {
 			t.Fatalf("queued task: %v, want ErrClosed", err)
 		}
 	}
-	<-sawCancel
+	recv(t, sawCancel, "the running task to see its context cancelled")
 	if _, err := wait(t, polite); !errors.Is(err, context.Canceled) {
 		t.Fatalf("running task: %v", err)
 	}

@@ -46,7 +46,8 @@ type node struct {
 // Cancel is what Future.Cancel calls: see [future.Future.Cancel].
 func (n *node) Cancel() { n.b.cancel(n, context.Canceled) }
 
-// parentDone runs when the submitter's context ends.
+// parentDone runs when the submitter's context ends, if n's context watches
+// it.
 func (n *node) parentDone() { n.b.cancel(n, n.ctx.parent.Err()) }
 
 // expire runs when the node has waited MaxWaitDuration.
@@ -91,15 +92,26 @@ func (t *task[T]) fail(err error) {
 // does), so that context.Cause of a task's context reports its own Err. It
 // has an AfterFunc method, so that contexts derived from it inside the task
 // (context.WithTimeout and the like) need no watching goroutine.
+//
+// Both costly parts are made only when needed. The WithoutCancel view of
+// the submitter's context is made by the first Value call. The watch on the
+// submitter's context (a context.AfterFunc) is started when the task is
+// queued, since a queued task must leave the queue as soon as that context
+// ends, or else by the first Done or AfterFunc call; until then, Err asks
+// the submitter's context itself. A task that never looks at its context
+// costs neither.
 type runCtx struct {
+	n      *node
 	parent context.Context
-	vals   context.Context
-	stop   func() bool // stops the watch on parent; nil if parent cannot end
+	hide   bool         // parent can end: hide its cancellation and watch it
+	vals   atomic.Value // context.Context: WithoutCancel(parent), made by the first Value
 
-	mu     sync.Mutex
-	done   atomic.Value // chan struct{}, made lazily
-	err    error
-	afters *afterFunc // functions to run when done, newest first
+	mu       sync.Mutex
+	done     atomic.Value // chan struct{}, made lazily
+	err      error
+	afters   *afterFunc  // functions to run when done, newest first
+	watching bool        // the watch on parent was started
+	stop     func() bool // stops the watch on parent
 }
 
 type afterFunc struct {
@@ -114,14 +126,24 @@ var closedChan = func() chan struct{} {
 }()
 
 func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
-func (c *runCtx) Value(key any) any           { return c.vals.Value(key) }
+
+func (c *runCtx) Value(key any) any {
+	if !c.hide {
+		return c.parent.Value(key)
+	}
+	v := c.vals.Load()
+	if v == nil {
+		c.vals.CompareAndSwap(nil, context.WithoutCancel(c.parent))
+		v = c.vals.Load()
+	}
+	return v.(context.Context).Value(key)
+}
 
 func (c *runCtx) Done() <-chan struct{} {
 	if d := c.done.Load(); d != nil {
 		return d.(chan struct{})
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	d := c.done.Load()
 	if d == nil {
 		if c.err != nil {
@@ -131,13 +153,49 @@ func (c *runCtx) Done() <-chan struct{} {
 		}
 		c.done.Store(d)
 	}
+	c.mu.Unlock()
+	c.watch()
 	return d.(chan struct{})
 }
 
 func (c *runCtx) Err() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	err := c.err
+	c.mu.Unlock()
+	if err == nil && c.hide {
+		// Not watched yet, or the watch has not run yet: ask the parent.
+		if perr := c.parent.Err(); perr != nil {
+			c.cancel(perr)
+			c.mu.Lock()
+			err = c.err
+			c.mu.Unlock()
+		}
+	}
+	return err
+}
+
+// watch starts watching the submitter's context, once, unless it cannot end
+// or c is already done.
+func (c *runCtx) watch() {
+	if !c.hide {
+		return
+	}
+	c.mu.Lock()
+	if c.watching || c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.watching = true
+	c.mu.Unlock()
+	stop := context.AfterFunc(c.parent, c.n.parentDone)
+	c.mu.Lock()
+	if c.err != nil { // ended meanwhile: end did not see stop
+		c.mu.Unlock()
+		stop()
+		return
+	}
+	c.stop = stop
+	c.mu.Unlock()
 }
 
 func (c *runCtx) String() string { return "pool task context" }
@@ -146,6 +204,7 @@ func (c *runCtx) String() string { return "pool task context" }
 // [context.AfterFunc] does; the context package calls it for contexts
 // derived from c.
 func (c *runCtx) AfterFunc(f func()) (stop func() bool) {
+	c.watch()
 	a := &afterFunc{f: f}
 	c.mu.Lock()
 	if c.err != nil {
@@ -179,31 +238,33 @@ func (c *runCtx) AfterFunc(f func()) (stop func() bool) {
 }
 
 // cancel ends c with err (the first call wins).
-func (c *runCtx) cancel(err error) {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return
-	}
-	c.err = err
-	if d, _ := c.done.Load().(chan struct{}); d != nil { // else Done makes it closed
-		close(d)
-	}
+func (c *runCtx) cancel(err error) { c.end(err, false) }
+
+// end ends c with err (unless it has ended already) and, if unwatch, stops
+// watching the submitter's context.
+func (c *runCtx) end(err error, unwatch bool) {
+	var stop func() bool
 	var fs []func()
-	for a := c.afters; a != nil; a = a.next {
-		fs = append(fs, a.f)
-		a.f = nil
+	c.mu.Lock()
+	if unwatch {
+		stop, c.stop = c.stop, nil
 	}
-	c.afters = nil
+	if c.err == nil {
+		c.err = err
+		if d, _ := c.done.Load().(chan struct{}); d != nil { // else Done makes it closed
+			close(d)
+		}
+		for a := c.afters; a != nil; a = a.next {
+			fs = append(fs, a.f)
+			a.f = nil
+		}
+		c.afters = nil
+	}
 	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	for _, f := range fs {
 		go f()
 	}
-}
-
-// isDone reports whether c has been cancelled.
-func (c *runCtx) isDone() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err != nil
 }

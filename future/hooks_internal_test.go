@@ -1,0 +1,41 @@
+package future
+
+import "testing"
+
+type recordHook struct {
+	name  string
+	log   *[]string
+	panic bool
+}
+
+func (r *recordHook) fire(int, bool) {
+	*r.log = append(*r.log, r.name)
+	if r.panic {
+		panic("hook " + r.name)
+	}
+}
+
+// A hook that panics does not keep the hooks after it from running; the
+// panic then goes on to the goroutine that completed the future.
+func TestPanicInHookRunsTheOthers(t *testing.T) {
+	p := NewPromise[int](nil)
+	var log []string
+	for _, r := range []*recordHook{{name: "a"}, {name: "b", panic: true}, {name: "c"}} {
+		r.log = &log
+		p.Future().onDone(&hook{x: r})
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "hook b" {
+				t.Errorf("recover() = %v, want hook b's panic", r)
+			}
+		}()
+		p.Complete(1, nil)
+	}()
+	if len(log) != 3 || log[0] != "a" || log[1] != "b" || log[2] != "c" {
+		t.Fatalf("hooks ran %v, want [a b c]", log)
+	}
+	if v, err := p.Future().Result(); v != 1 || err != nil {
+		t.Fatalf("Result = %v, %v", v, err)
+	}
+}

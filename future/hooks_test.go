@@ -1,0 +1,159 @@
+package future_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/bulkhead-go/bulkhead/future"
+)
+
+// Callbacks run in the order Then was called.
+func TestThenCallbacksRunInOrder(t *testing.T) {
+	p := future.NewPromise[int](nil)
+	var mu sync.Mutex
+	var order []int
+	for i := range 5 {
+		future.Then(p.Future(), func(v int) (int, error) {
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			return v, nil
+		})
+	}
+	p.Complete(1, nil)
+	for i, v := range order {
+		if v != i {
+			t.Fatalf("callbacks ran in order %v, want registration order", order)
+		}
+	}
+	if len(order) != 5 {
+		t.Fatalf("%d callbacks ran, want 5", len(order))
+	}
+}
+
+// A callback that calls runtime.Goexit (t.FailNow in a test's callback) does
+// not keep the others from running, before or after it.
+func TestGoexitInCallbackRunsTheOthers(t *testing.T) {
+	p := future.NewPromise[int](nil)
+	before := future.Then(p.Future(), func(v int) (int, error) { return v + 1, nil })
+	future.Then(p.Future(), func(int) (int, error) { runtime.Goexit(); return 0, nil })
+	after := future.Then(p.Future(), func(v int) (int, error) { return v + 2, nil })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Complete(1, nil)
+		t.Error("Complete returned: the callback did not call Goexit")
+	}()
+	<-done
+	for i, f := range []*future.Future[int]{before, after} {
+		if v, err := f.Result(); err != nil || v != 2+i {
+			t.Errorf("callback %d: %v, %v", i, v, err)
+		}
+	}
+}
+
+// All returns as soon as one future fails, without waiting for those before
+// it in argument order, and with the error of the first to fail in time.
+// In the synctest bubble, All is known to be waiting before the futures
+// complete.
+func TestAllFailsFast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ps := []*future.Promise[int]{future.NewPromise[int](nil), future.NewPromise[int](nil), future.NewPromise[int](nil)}
+		fs := []*future.Future[int]{ps[0].Future(), ps[1].Future(), ps[2].Future()}
+		type result struct {
+			vals []int
+			err  error
+		}
+		got := make(chan result, 1)
+		go func() {
+			vals, err := future.All(context.Background(), fs...)
+			got <- result{vals, err}
+		}()
+		synctest.Wait() // All is waiting
+		e2, e1 := errors.New("third fails first"), errors.New("second fails later")
+		ps[2].Complete(0, e2)
+		synctest.Wait()
+		ps[1].Complete(0, e1)
+		select {
+		case r := <-got:
+			if r.err != e2 || r.vals != nil {
+				t.Fatalf("All = %v, %v; want nil, %v", r.vals, r.err, e2)
+			}
+		default:
+			t.Fatal("All still waits although a future failed")
+		}
+		ps[0].Complete(1, nil) // never waited for
+	})
+}
+
+// All keeps argument order for values however the futures complete, and
+// waits for the last of them.
+func TestAllWaitsForTheLast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ps := []*future.Promise[int]{future.NewPromise[int](nil), future.NewPromise[int](nil), future.NewPromise[int](nil)}
+		fs := []*future.Future[int]{ps[0].Future(), ps[1].Future(), ps[2].Future()}
+		var vals []int
+		var err error
+		done := make(chan struct{})
+		go func() { defer close(done); vals, err = future.All(context.Background(), fs...) }()
+		for _, i := range []int{1, 2, 0} {
+			synctest.Wait()
+			select {
+			case <-done:
+				t.Fatalf("All returned %v, %v before the last future completed", vals, err)
+			default:
+			}
+			ps[i].Complete(10+i, nil)
+		}
+		<-done
+		if err != nil || len(vals) != 3 || vals[0] != 10 || vals[1] != 11 || vals[2] != 12 {
+			t.Fatalf("All = %v, %v", vals, err)
+		}
+	})
+}
+
+// First and All take their hooks off the futures they waited for: calling
+// them again and again on a future that never completes does not grow it.
+func TestFirstAndAllLeaveNoHooks(t *testing.T) {
+	pending := future.NewPromise[int](nil)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := future.Completed(1, nil)
+	for range 1000 {
+		if _, err := future.First(ended, pending.Future(), pending.Future()); !errors.Is(err, context.Canceled) {
+			t.Fatalf("First: %v", err)
+		}
+		if _, err := future.All(ended, done, pending.Future()); !errors.Is(err, context.Canceled) {
+			t.Fatalf("All: %v", err)
+		}
+	}
+	if n := future.HookCount(pending.Future()); n != 0 {
+		t.Fatalf("%d hooks left on the pending future", n)
+	}
+	// First that returned a winner leaves none on the losers either.
+	winner := future.NewPromise[int](nil)
+	go winner.Complete(2, nil)
+	if v, err := future.First(context.Background(), pending.Future(), winner.Future()); v != 2 || err != nil {
+		t.Fatalf("First = %v, %v", v, err)
+	}
+	if n := future.HookCount(pending.Future()); n != 0 {
+		t.Fatalf("%d hooks left on the losing future", n)
+	}
+}
+
+func TestThenAndAllCosts(t *testing.T) {
+	done := future.Completed(1, nil)
+	if a := testing.AllocsPerRun(100, func() {
+		future.Then(done, func(v int) (int, error) { return v, nil })
+	}); a > 1 {
+		t.Errorf("Then: %v allocs, want <= 1", a)
+	}
+	fs := []*future.Future[int]{done, done, done}
+	if a := testing.AllocsPerRun(100, func() { future.All(context.Background(), fs...) }); a > 1 {
+		t.Errorf("All of complete futures: %v allocs, want 1 (the result)", a)
+	}
+}

@@ -1,0 +1,483 @@
+package reliability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/future"
+	"github.com/bulkhead-go/bulkhead/pool"
+)
+
+// pfModel is the pool bulkhead as a few lines of sequential code: a worker
+// limit, the running tasks, a FIFO queue with deadlines, and the counters.
+type pfModel struct {
+	limit, qcap int
+	wait        time.Duration
+	active      int       // tasks counted running
+	running     []*pfTask // of those, the ones still running (quick ones finish at once)
+	queue       []*pfTask
+	permitted   uint64
+	rejected    uint64
+	cancelled   uint64
+	finished    uint64
+	failed      uint64
+	closed      bool
+}
+
+// pfTask is one accepted Submit.
+type pfTask struct {
+	id       int
+	blocking bool               // waits for release or its context; else returns at once
+	queued   bool               // in the model's queue
+	done     bool               // the model says its future has completed
+	want     string             // when done: ok, fail, panic, cancelled, dropped, expired, closed
+	deadline time.Time          // zero: no MaxWaitDuration
+	cancel   context.CancelFunc // the submitter's context
+	release  chan int           // how a blocking task returns: 0 value, 1 error, 2 panic
+	f        *future.Future[int]
+	runs     atomic.Int32 // times the function started
+	thens    atomic.Int32 // times a Then callback on the future ran
+	checked  bool
+	v        int
+	err      error
+}
+
+// start counts t running: it was admitted at once or left the queue.
+func (m *pfModel) start(t *pfTask) {
+	m.permitted++
+	m.active++
+	t.queued = false
+	m.running = append(m.running, t)
+}
+
+// finish ends a running task with outcome; its worker takes the oldest
+// queued task if the limit allows (counting the finishing task), as the
+// pool does.
+func (m *pfModel) finish(t *pfTask, outcome string) {
+	m.finished++
+	if outcome != "ok" {
+		m.failed++
+	}
+	t.done, t.want = true, outcome
+	for i, x := range m.running {
+		if x == t {
+			m.running = append(m.running[:i:i], m.running[i+1:]...)
+			break
+		}
+	}
+	if len(m.queue) > 0 && m.active <= m.limit {
+		h := m.queue[0]
+		m.queue = m.queue[1:]
+		m.active--
+		m.start(h)
+		return
+	}
+	m.active--
+}
+
+// settle lets every quick running task return.
+func (m *pfModel) settle() {
+	for again := true; again; {
+		again = false
+		for _, t := range m.running {
+			if !t.blocking {
+				m.finish(t, "ok")
+				again = true
+				break
+			}
+		}
+	}
+}
+
+func (m *pfModel) unqueue(t *pfTask) {
+	for i, x := range m.queue {
+		if x == t {
+			m.queue = append(m.queue[:i:i], m.queue[i+1:]...)
+			t.queued = false
+			return
+		}
+	}
+}
+
+// FuzzPoolStateMachine decodes its input into operations on a pool
+// bulkhead and on pfModel: submit a quick or a blocking task, cancel a task
+// (by its future or its submitter's context), let time pass (queued tasks
+// expire), release a blocking task (it returns, fails or panics),
+// reconfigure workers, queue, MaxWaitDuration and KeepAlive, close (giving
+// up at once, or waiting on another goroutine), and submit with a context
+// already done. After every step, once every goroutine is idle, it checks
+// Stats against the model, that no task started with more tasks running
+// than the limit in force (counted inside the tasks), that the queue only
+// grows while under its capacity, and that every future has completed
+// exactly when the model says, with the result it says, and that no task
+// ran twice. At the end it drains and closes the pool and checks the
+// at-rest invariants; synctest then checks that no goroutine is left. CI
+// runs it briefly with
+//
+//	go test -run '^$' -fuzz '^FuzzPoolStateMachine$' -fuzztime 10s ./reliability
+func FuzzPoolStateMachine(f *testing.F) {
+	f.Add([]byte{1, 0, 1, 0, 0, 0, 4, 0, 4, 0})
+	f.Add([]byte{5, 0x11, 1, 0, 1, 0, 1, 0, 1, 0, 3, 2, 4, 0x10, 2, 0, 2, 0x81, 6, 0})
+	f.Add([]byte{5, 0x25, 1, 0, 1, 0, 0, 0, 1, 0, 5, 0x03, 5, 0x42, 4, 0, 3, 7, 6, 1, 4, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 400 {
+			data = data[:400]
+		}
+		defer kickScheduler()()
+		synctest.Test(t, func(t *testing.T) { runPoolModel(t, data) })
+	})
+}
+
+func runPoolModel(t *testing.T, data []byte) {
+	m := &pfModel{limit: 2, qcap: 2}
+	cfg := pool.Config{MaxWorkers: m.limit, QueueCapacity: m.qcap, KeepAlive: time.Second}
+	b, err := pool.New("fuzz", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var limitInForce atomic.Int64 // the largest number of tasks that may run now
+	limitInForce.Store(int64(m.limit))
+	var runningNow atomic.Int64
+	var overLimit atomic.Value // string: the first violation seen inside a task
+	var all []*pfTask
+	var accepted, immediate uint64
+	var closer chan error // a Close waiting on another goroutine
+	var trace strings.Builder
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("after %s: %s", trace.String(), fmt.Sprintf(format, args...))
+	}
+	lastDepth := 0
+
+	submit := func(blocking bool) {
+		ctx, cancel := context.WithCancel(context.Background())
+		pt := &pfTask{id: len(all), blocking: blocking, cancel: cancel, release: make(chan int, 1)}
+		kind := map[bool]string{false: "quick", true: "block"}[blocking]
+		fmt.Fprintf(&trace, "submit-%s#%d ", kind, pt.id)
+		fut, err := pool.Submit(ctx, b, func(ctx context.Context) (int, error) {
+			pt.runs.Add(1)
+			if n, l := runningNow.Add(1), limitInForce.Load(); n > l {
+				overLimit.CompareAndSwap(nil, fmt.Sprintf("task %d started with %d running, limit %d", pt.id, n, l))
+			}
+			defer runningNow.Add(-1)
+			if !blocking {
+				return pt.id, nil
+			}
+			select {
+			case how := <-pt.release:
+				switch how {
+				case 1:
+					return 0, errWork
+				case 2:
+					panic("fuzz")
+				}
+				return pt.id, nil
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		})
+		switch {
+		case m.closed:
+			if err != bulkhead.ErrClosed {
+				fail("Submit after Close = %v, want ErrClosed", err)
+			}
+			trace.WriteString("(closed) ")
+			cancel()
+			return
+		case m.active < m.limit:
+			if err != nil {
+				fail("Submit with a free worker = %v", err)
+			}
+			all = append(all, pt)
+			m.start(pt)
+		case len(m.queue) < m.qcap:
+			if err != nil {
+				fail("Submit with room in the queue = %v", err)
+			}
+			all = append(all, pt)
+			pt.queued = true
+			if m.wait > 0 {
+				pt.deadline = time.Now().Add(m.wait)
+			}
+			m.queue = append(m.queue, pt)
+		default:
+			var fe *bulkhead.FullError
+			if !errors.As(err, &fe) || fe.Waited {
+				fail("Submit on a full pool = %v, want an immediate FullError", err)
+			}
+			m.rejected++
+			immediate++
+			trace.WriteString("(full) ")
+			cancel()
+			return
+		}
+		accepted++
+		pt.f = fut
+		future.Then(fut, func(v int) (int, error) { pt.thens.Add(1); return v, nil })
+		m.settle()
+	}
+
+	check := func() {
+		t.Helper()
+		synctest.Wait() // every goroutine has done what it can
+		if v := overLimit.Load(); v != nil {
+			fail("%s", v)
+		}
+		for _, pt := range all {
+			if pt.runs.Load() > 1 {
+				fail("task %d ran %d times", pt.id, pt.runs.Load())
+			}
+			if pt.checked {
+				continue
+			}
+			select {
+			case <-pt.f.Done():
+			default:
+				if pt.done {
+					fail("task %d: future pending, model says %s", pt.id, pt.want)
+				}
+				if pt.thens.Load() != 0 {
+					fail("task %d: a Then callback ran on a pending future", pt.id)
+				}
+				continue
+			}
+			if !pt.done {
+				fail("task %d: future completed while the model says it is pending", pt.id)
+			}
+			v, err := pt.f.Result()
+			var fe *bulkhead.FullError
+			var pe *bulkhead.PanicError
+			ran := int32(1)
+			ok := true
+			switch pt.want {
+			case "ok":
+				ok = v == pt.id && err == nil
+			case "fail":
+				ok = err == errWork
+			case "panic":
+				ok = errors.As(err, &pe) && pe.Value == "fuzz"
+			case "cancelled":
+				ok = err == context.Canceled
+			case "dropped":
+				ok, ran = err == context.Canceled, 0
+			case "expired":
+				ok, ran = errors.As(err, &fe) && fe.Waited, 0
+			case "closed":
+				ok, ran = err == bulkhead.ErrClosed, 0
+			}
+			if !ok {
+				fail("task %d completed with %v, %v; model says %s", pt.id, v, err, pt.want)
+			}
+			if pt.runs.Load() != ran {
+				fail("task %d ran %d times, model says %s", pt.id, pt.runs.Load(), pt.want)
+			}
+			if want := map[bool]int32{true: 1, false: 0}[pt.want == "ok"]; pt.thens.Load() != want {
+				fail("task %d: Then callback ran %d times", pt.id, pt.thens.Load())
+			}
+			pt.checked, pt.v, pt.err = true, v, err
+		}
+		s := b.Stats()
+		want := bulkhead.Stats{Name: "fuzz", Kind: bulkhead.Pool, MaxConcurrentCalls: m.limit,
+			AvailableConcurrentCalls: max(0, m.limit-m.active), InFlight: m.active,
+			QueueDepth: len(m.queue), QueueCapacity: m.qcap, Permitted: m.permitted, Rejected: m.rejected,
+			Cancelled: m.cancelled, Finished: m.finished, Failed: m.failed}
+		if s != want {
+			fail("stats\n got %+v\nwant %+v", s, want)
+		}
+		if s.QueueDepth > s.QueueCapacity && s.QueueDepth > lastDepth {
+			fail("the queue grew to %d over its capacity %d", s.QueueDepth, s.QueueCapacity)
+		}
+		lastDepth = s.QueueDepth
+		if closer != nil {
+			select {
+			case err := <-closer:
+				if m.active > 0 || len(m.queue) > 0 {
+					fail("Close returned %v with tasks still running or queued", err)
+				}
+				if err != nil {
+					fail("Close = %v once drained", err)
+				}
+				closer = nil
+			default:
+				if m.active == 0 && len(m.queue) == 0 {
+					fail("Close still waits on a drained pool")
+				}
+			}
+		}
+	}
+	pending := func() []*pfTask {
+		var ps []*pfTask
+		for _, pt := range all {
+			if !pt.done && !pt.queued {
+				ps = append(ps, pt) // running
+			}
+		}
+		return append(ps, m.queue...)
+	}
+
+	for i := 0; i+1 < len(data); i += 2 {
+		op, arg := data[i]%8, data[i+1]
+		switch op {
+		case 0, 1:
+			submit(op == 1)
+		case 2: // cancel a pending task, by its future or its context
+			ps := pending()
+			if len(ps) == 0 {
+				continue
+			}
+			pt := ps[int(arg&0x7f)%len(ps)]
+			if arg&0x80 != 0 {
+				fmt.Fprintf(&trace, "cancel-ctx#%d ", pt.id)
+				pt.cancel()
+			} else {
+				fmt.Fprintf(&trace, "cancel-future#%d ", pt.id)
+				pt.f.Cancel()
+			}
+			if pt.queued {
+				m.unqueue(pt)
+				m.cancelled++
+				pt.done, pt.want = true, "dropped"
+			} else {
+				m.finish(pt, "cancelled")
+				m.settle()
+			}
+		case 3: // let time pass: queued tasks past their deadline expire
+			d := time.Duration(1+arg%8) * time.Millisecond
+			fmt.Fprintf(&trace, "sleep(%v) ", d)
+			end := time.Now().Add(d)
+			time.Sleep(d)
+			for _, pt := range append([]*pfTask(nil), m.queue...) {
+				if !pt.deadline.IsZero() && !pt.deadline.After(end) {
+					m.unqueue(pt)
+					m.rejected++
+					pt.done, pt.want = true, "expired"
+				}
+			}
+		case 4: // a blocking running task returns, fails or panics
+			var rs []*pfTask
+			for _, pt := range m.running {
+				if pt.blocking {
+					rs = append(rs, pt)
+				}
+			}
+			if len(rs) == 0 {
+				continue
+			}
+			pt := rs[int(arg&0x0f)%len(rs)]
+			how := int(arg>>4) % 3
+			fmt.Fprintf(&trace, "release#%d(%d) ", pt.id, how)
+			pt.release <- how
+			m.finish(pt, []string{"ok", "fail", "panic"}[how])
+			m.settle()
+		case 5: // Reconfigure
+			nc := pool.Config{MaxWorkers: 1 + int(arg%4), QueueCapacity: int(arg>>2) % 4,
+				MaxWaitDuration: []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 0}[arg>>4%4],
+				KeepAlive:       cfg.KeepAlive}
+			if arg&0x40 != 0 {
+				nc.KeepAlive = 3*time.Second - cfg.KeepAlive // 1s <-> 2s: a new ants pool
+			}
+			fmt.Fprintf(&trace, "reconfigure(%d,%d,%v,%v) ", nc.MaxWorkers, nc.QueueCapacity, nc.MaxWaitDuration, nc.KeepAlive)
+			if int64(nc.MaxWorkers) > limitInForce.Load() {
+				limitInForce.Store(int64(nc.MaxWorkers)) // before: Reconfigure may start tasks
+			}
+			err := b.Reconfigure(nc)
+			if m.closed {
+				if err != bulkhead.ErrClosed {
+					fail("Reconfigure after Close = %v", err)
+				}
+				continue
+			}
+			if err != nil {
+				fail("Reconfigure: %v", err)
+			}
+			limitInForce.Store(int64(nc.MaxWorkers)) // after: nothing starts until under it
+			cfg = nc
+			m.limit, m.qcap, m.wait = nc.MaxWorkers, nc.QueueCapacity, nc.MaxWaitDuration
+			for len(m.queue) > 0 && m.active < m.limit {
+				h := m.queue[0]
+				m.queue = m.queue[1:]
+				m.start(h)
+			}
+			m.settle()
+		case 6: // Close
+			if arg%2 == 1 {
+				if closer != nil || m.closed {
+					continue
+				}
+				fmt.Fprintf(&trace, "close-wait ")
+				closer = make(chan error, 1)
+				go func() { closer <- b.Close(context.Background()) }()
+				synctest.Wait() // Close has refused new work and waits
+				m.closed = true
+				break
+			}
+			fmt.Fprintf(&trace, "close-now ")
+			idle := m.active == 0 && len(m.queue) == 0
+			ended, cancel := context.WithCancel(context.Background())
+			cancel()
+			err := b.Close(ended)
+			if err != context.Canceled && !(idle && err == nil) {
+				fail("Close(ended ctx) = %v (idle %v)", err, idle)
+			}
+			m.closed = true
+			for _, pt := range m.queue {
+				m.cancelled++
+				pt.queued, pt.done, pt.want = false, true, "closed"
+			}
+			m.queue = nil
+			for len(m.running) > 0 {
+				m.finish(m.running[0], "cancelled")
+			}
+		case 7: // a context already done: refused, counted nowhere
+			fmt.Fprintf(&trace, "submit(done ctx) ")
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if _, err := pool.Submit(ctx, b, func(context.Context) (int, error) { return 0, nil }); err != context.Canceled {
+				fail("Submit(done ctx) = %v", err)
+			}
+		}
+		check()
+	}
+
+	// Drain: cancel the queue, release every running task, close, and the
+	// bulkhead must be at rest with every Submit accounted for.
+	fmt.Fprintf(&trace, "| drain")
+	for _, pt := range append([]*pfTask(nil), m.queue...) {
+		pt.f.Cancel()
+		m.unqueue(pt)
+		m.cancelled++
+		pt.done, pt.want = true, "dropped"
+	}
+	for len(m.running) > 0 {
+		pt := m.running[0]
+		pt.release <- 0
+		m.finish(pt, "ok")
+	}
+	check()
+	if err := b.Close(context.Background()); err != nil {
+		fail("final Close: %v", err)
+	}
+	m.closed = true
+	check()
+	s := b.Stats()
+	if s.InFlight != 0 || s.QueueDepth != 0 || s.AvailableConcurrentCalls != s.MaxConcurrentCalls || s.Permitted != s.Finished {
+		fail("not at rest: %+v", s)
+	}
+	if s.Permitted+s.Rejected+s.Cancelled != accepted+immediate {
+		fail("accepted %d + refused at once %d != Permitted %d + Rejected %d + Cancelled %d",
+			accepted, immediate, s.Permitted, s.Rejected, s.Cancelled)
+	}
+	for _, pt := range all {
+		if v, err := pt.f.Result(); v != pt.v || err != pt.err {
+			fail("task %d's result changed from %v, %v to %v, %v", pt.id, pt.v, pt.err, v, err)
+		}
+		pt.cancel()
+	}
+}
