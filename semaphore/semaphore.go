@@ -46,44 +46,49 @@ func (c Config) Validate() error {
 }
 
 // The state word packs, from the low bits up: the permits in use (21 bits),
-// the limit (21 bits) and the number of waiters (22 bits). Keeping all three
-// in one word lets a single compare-and-swap admit a call only while the
-// limit allows it and nobody waits, which is what keeps the fast path
-// lock-free and the waiters first in line.
+// the limit (21 bits), a flag set while callers wait (1 bit), and the low 21
+// bits of the count of finished calls. Keeping them in one word lets a single
+// compare-and-swap admit a call only while the limit allows it and nobody
+// waits, which keeps the fast path lock-free and the waiters first in line;
+// and lets another single compare-and-swap give the permit back and count
+// the call finished. The finished count's carry out of the top bit is lost
+// by the hardware, so its high bits live in finishedHigh.
 const (
-	fieldBits  = 21
-	fieldMask  = 1<<fieldBits - 1
-	limitShift = fieldBits
-	waitShift  = 2 * fieldBits
-	oneWaiter  = 1 << waitShift
-	maxWaiters = 1<<(64-waitShift) - 1
+	fieldBits   = 21
+	fieldMask   = 1<<fieldBits - 1
+	limitShift  = fieldBits
+	waitFlag    = 1 << (2 * fieldBits)
+	finShift    = 2*fieldBits + 1
+	oneFinished = 1 << finShift
+	maxWaiters  = 1<<31 - 1
 )
 
-func inUse(s uint64) int     { return int(s & fieldMask) }
-func limitOf(s uint64) int   { return int(s >> limitShift & fieldMask) }
-func waitersOf(s uint64) int { return int(s >> waitShift) }
+func inUse(s uint64) int   { return int(s & fieldMask) }
+func limitOf(s uint64) int { return int(s >> limitShift & fieldMask) }
 
 // Bulkhead limits how many calls may run at once on their callers'
 // goroutines. Most callers should use [Bulkhead.Do] or [Execute]; Acquire,
 // TryAcquire and Release are the parts they are made of. A Bulkhead starts no
 // goroutines and is safe for concurrent use. Create one with [New].
 type Bulkhead struct {
-	state     atomic.Uint64 // in use | limit | waiters; see above
-	finished  atomic.Uint64
-	rejected  atomic.Uint64
-	cancelled atomic.Uint64
-	failed    atomic.Uint64
-	// permittedSeen keeps Stats().Permitted from going backwards while
-	// calls run (it is derived as Finished + InFlight).
-	permittedSeen atomic.Uint64
-	maxWait       atomic.Int64
+	state        atomic.Uint64 // in use | limit | wait flag | finished (low bits); see above
+	finishedHigh atomic.Uint64 // the finished count >> fieldBits
+	rejected     atomic.Uint64
+	cancelled    atomic.Uint64
+	failed       atomic.Uint64
+	waiting      atomic.Int64 // callers in the waiter list, for Stats
+	// finishedSeen and permittedSeen keep Stats from going backwards in
+	// the moment between a wrap of the finished count's low bits and the
+	// increment of its high bits.
+	finishedSeen, permittedSeen atomic.Uint64
+	maxWait                     atomic.Int64
 
 	name string
 	hub  event.Hub
 	cfg  atomic.Pointer[Config]
 	full atomic.Pointer[fullErrors]
 
-	mu      sync.Mutex // guards the waiter list and every change to the waiter count
+	mu      sync.Mutex // guards the waiter list, waiting and every change to the wait flag
 	waiters list
 }
 
@@ -287,32 +292,44 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 
 // Stats returns a snapshot of the Bulkhead's state and counters.
 func (b *Bulkhead) Stats() bulkhead.Stats {
-	finished := b.finished.Load()
-	s := b.state.Load()
-	in, limit := inUse(s), limitOf(s)
-	permitted := finished + uint64(in)
-	for {
-		seen := b.permittedSeen.Load()
-		if permitted <= seen {
-			permitted = seen
-			break
-		}
-		if b.permittedSeen.CompareAndSwap(seen, permitted) {
+	var s, high uint64
+	for range 4 { // a wrap of the low bits between the loads is rare; then look again
+		high = b.finishedHigh.Load()
+		s = b.state.Load()
+		if b.finishedHigh.Load() == high {
 			break
 		}
 	}
+	in, limit := inUse(s), limitOf(s)
+	finished := monotonic(&b.finishedSeen, high<<fieldBits|s>>finShift)
+	permitted := monotonic(&b.permittedSeen, finished+uint64(in))
 	return bulkhead.Stats{
 		Name:                     b.name,
 		Kind:                     bulkhead.Semaphore,
 		MaxConcurrentCalls:       limit,
 		AvailableConcurrentCalls: max(0, limit-in),
 		InFlight:                 in,
-		Waiting:                  waitersOf(s),
+		Waiting:                  int(b.waiting.Load()),
 		Permitted:                permitted,
 		Rejected:                 b.rejected.Load(),
 		Cancelled:                b.cancelled.Load(),
 		Finished:                 finished,
 		Failed:                   b.failed.Load(),
+	}
+}
+
+// monotonic returns the larger of v and the largest value seen before, and
+// records it. A counter read in the moment after its low bits wrapped and
+// before its high bits were incremented reads low; this hides that.
+func monotonic(seen *atomic.Uint64, v uint64) uint64 {
+	for {
+		old := seen.Load()
+		if v <= old {
+			return old
+		}
+		if seen.CompareAndSwap(old, v) {
+			return v
+		}
 	}
 }
 
@@ -323,7 +340,7 @@ func (b *Bulkhead) String() string { return fmt.Sprintf("semaphore bulkhead %q",
 func (b *Bulkhead) tryFast() bool {
 	for {
 		s := b.state.Load()
-		if s>>waitShift != 0 || s&fieldMask >= s>>limitShift&fieldMask {
+		if s&waitFlag != 0 || s&fieldMask >= s>>limitShift&fieldMask {
 			return false
 		}
 		if b.state.CompareAndSwap(s, s+1) {
@@ -340,24 +357,27 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 	b.mu.Lock()
 	for {
 		s := b.state.Load()
-		if s>>waitShift == 0 && s&fieldMask < s>>limitShift&fieldMask {
+		if s&waitFlag == 0 && s&fieldMask < s>>limitShift&fieldMask {
 			if !b.state.CompareAndSwap(s, s+1) {
 				continue // a fast-path caller or a release raced us; look again
 			}
 			b.mu.Unlock()
 			return start, nil
 		}
-		if s>>waitShift == maxWaiters || b.maxWait.Load() <= 0 {
+		if b.waiting.Load() == maxWaiters || b.maxWait.Load() <= 0 {
 			// Too many waiters, or Reconfigure has just turned waiting off.
 			b.mu.Unlock()
 			return start, b.reject(start, false)
 		}
-		if b.state.CompareAndSwap(s, s+oneWaiter) {
+		// Set the flag (it may be set already) only if nothing changed since
+		// the look above, so that no permit came free in between.
+		if b.state.CompareAndSwap(s, s|waitFlag) {
 			break
 		}
 	}
 	w := &waiter{ready: make(chan struct{})}
 	b.waiters.pushBack(w)
+	b.waiting.Add(1)
 	wait := time.Duration(b.maxWait.Load())
 	b.mu.Unlock()
 
@@ -393,7 +413,10 @@ func (b *Bulkhead) leave(w *waiter) bool {
 		return false
 	}
 	b.waiters.remove(w)
-	b.state.Add(^uint64(oneWaiter - 1)) // waiters--
+	b.waiting.Add(-1)
+	if b.waiters.head == nil {
+		b.clearWaitFlag()
+	}
 	return true
 }
 
@@ -402,12 +425,28 @@ func (b *Bulkhead) leave(w *waiter) bool {
 func (b *Bulkhead) grantLocked() bool {
 	for {
 		s := b.state.Load()
-		if s>>waitShift == 0 || s&fieldMask >= s>>limitShift&fieldMask {
+		if b.waiters.head == nil || s&fieldMask >= s>>limitShift&fieldMask {
 			return false
 		}
-		if b.state.CompareAndSwap(s, s-oneWaiter+1) {
+		n := s + 1
+		if b.waiters.head.next == nil {
+			n &^= waitFlag // the last waiter leaves the line
+		}
+		if b.state.CompareAndSwap(s, n) {
 			b.wake()
+			b.waiting.Add(-1)
 			return true
+		}
+	}
+}
+
+// clearWaitFlag lets the fast path admit calls again once nobody waits.
+// b.mu must be held and the waiter list empty.
+func (b *Bulkhead) clearWaitFlag() {
+	for {
+		s := b.state.Load()
+		if s&waitFlag == 0 || b.state.CompareAndSwap(s, s&^waitFlag) {
+			return
 		}
 	}
 }
@@ -424,7 +463,6 @@ func (b *Bulkhead) wake() {
 // publishes EventFinished. start is when the call began running, or zero.
 func (b *Bulkhead) finish(start time.Time, err error, failed bool) {
 	b.releasePermit()
-	b.finished.Add(1)
 	if failed {
 		b.failed.Add(1)
 	}
@@ -443,6 +481,8 @@ func (b *Bulkhead) publishFinished(start time.Time, err error) {
 	b.hub.Publish(e)
 }
 
+// releasePermit gives a permit back and counts the call finished, in one
+// compare-and-swap.
 func (b *Bulkhead) releasePermit() {
 	for {
 		s := b.state.Load()
@@ -451,8 +491,11 @@ func (b *Bulkhead) releasePermit() {
 			// leaves the state as it was, even when several race.
 			panic("semaphore: Release called without a held permit")
 		}
-		if b.state.CompareAndSwap(s, s-1) {
-			if s>>waitShift != 0 {
+		if b.state.CompareAndSwap(s, s-1+oneFinished) {
+			if s>>finShift == fieldMask {
+				b.finishedHigh.Add(1) // the low bits wrapped to zero
+			}
+			if s&waitFlag != 0 {
 				b.grantWaiters()
 			}
 			return
