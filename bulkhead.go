@@ -105,8 +105,9 @@ func (e *PanicError) Unwrap() error {
 
 // Stats is a snapshot of a bulkhead's state and counters. Both kinds fill in
 // the same fields with the same meanings. At rest (nothing running or
-// waiting), Permitted == Finished + InFlight exactly; while calls run, the
-// fields are read one by one and may be a few calls apart.
+// waiting) every field is exact and Permitted == Finished + InFlight; while
+// calls run, counters of different outcomes (Rejected beside Permitted, say)
+// may be read a few calls apart.
 type Stats struct {
 	// Name is the bulkhead's name.
 	Name string

@@ -144,8 +144,8 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // the task is queued or first asks for its Done channel, and makes its view
 // of ctx's values on the first Value call.
 func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
-	if fn == nil {
-		panic("pool: Submit called with a nil function")
+	if fn == nil || ctx == nil {
+		misuse("Submit", ctx == nil)
 	}
 	if err := b.precheck(ctx); err != nil {
 		return nil, err
@@ -159,8 +159,8 @@ func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T
 
 // Go is [Submit] for a function that returns only an error.
 func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*future.Future[struct{}], error) {
-	if fn == nil {
-		panic("pool: Go called with a nil function")
+	if fn == nil || ctx == nil {
+		misuse("Go", ctx == nil)
 	}
 	if err := b.precheck(ctx); err != nil {
 		return nil, err
@@ -172,12 +172,18 @@ func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*fut
 	return t.p.Future(), nil
 }
 
+// misuse panics for a nil Context or function passed to name: a bug in the
+// caller, reported before anything is counted.
+func misuse(name string, nilContext bool) {
+	if nilContext {
+		panic("pool: " + name + " called with a nil Context")
+	}
+	panic("pool: " + name + " called with a nil function")
+}
+
 // precheck refuses work without locking or allocating: a context that has
 // ended, a closed bulkhead, or a full one.
 func (b *Bulkhead) precheck(ctx context.Context) error {
-	if ctx == nil {
-		panic("pool: Submit called with a nil Context")
-	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

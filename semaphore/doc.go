@@ -20,7 +20,7 @@
 // long in a first-in, first-out line. A waiting caller whose context ends
 // gets ctx.Err(), never a rejection, so timeouts and saturation stay apart.
 //
-// [Transport] puts a bulkhead in front of an [net/http.RoundTripper], holding
+// [Transport] puts a bulkhead in front of a [net/http.RoundTripper], holding
 // the permit until the response body is closed.
 //
 // The bulkhead starts no goroutines. Its fast path (a permit granted or
