@@ -146,7 +146,10 @@ func (b *Bulkhead) TryAcquire() bool {
 		}
 		return true
 	}
-	b.reject(time.Time{}, false)
+	b.rejected.Add(1) // reject, written out: no call on this path either
+	if b.hub.Active() {
+		b.publish(bulkhead.EventRejected, time.Time{}, b.full.Load().now)
+	}
 	return false
 }
 
