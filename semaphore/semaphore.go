@@ -304,8 +304,13 @@ func (b *Bulkhead) Stats() bulkhead.Stats {
 		}
 	}
 	in, limit := inUse(s), limitOf(s)
-	finished := monotonic(&b.finishedSeen, high<<fieldBits|s>>finShift)
-	permitted := monotonic(&b.permittedSeen, finished+uint64(in))
+	// Clamp each counter against its own raw value from this one read of the
+	// state word. A raw value is never above the truth, so neither is
+	// anything recorded; adding this read's in-use count to a Finished that
+	// a concurrent Stats recorded later would be.
+	raw := high<<fieldBits | s>>finShift
+	finished := monotonic(&b.finishedSeen, raw)
+	permitted := max(monotonic(&b.permittedSeen, raw+uint64(in)), finished)
 	return bulkhead.Stats{
 		Name:                     b.name,
 		Kind:                     bulkhead.Semaphore,

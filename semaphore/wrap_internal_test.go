@@ -62,3 +62,25 @@ func TestFinishedCountSurvivesWrap(t *testing.T) {
 		t.Fatalf("high bits %d, want 4 after the fourth wrap", b.finishedHigh.Load())
 	}
 }
+
+// A Stats that reads N calls in flight while they finish and a concurrent
+// Stats records their Finished must not record a Permitted that counts them
+// twice: at rest Permitted == Finished.
+func TestOverlappingStatsKeepPermittedExact(t *testing.T) {
+	b, err := New("overlap", Config{MaxConcurrentCalls: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	for range n {
+		b.TryAcquire()
+	}
+	b.finishedSeen.Store(n) // the other Stats' record, landing inside this one's window
+	_ = b.Stats()
+	for range n {
+		b.Release()
+	}
+	if s := b.Stats(); s.Permitted != n || s.Finished != n {
+		t.Fatalf("at rest: Permitted %d, Finished %d; want %d and %d", s.Permitted, s.Finished, n, n)
+	}
+}
