@@ -38,7 +38,7 @@ type Bulkhead struct {
 	rejected atomic.Uint64 // counted without the lock, on the rejection fast path
 
 	name string
-	hub  event.Hub
+	hub  event.Hub[bulkhead.Event]
 	cfg  atomic.Pointer[Config]
 	full atomic.Pointer[fullErrors]
 	ants atomic.Pointer[ants.PoolWithFunc]

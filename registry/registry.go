@@ -41,8 +41,8 @@ type Registry struct {
 	pending    []EntryEvent
 	delivering bool
 
-	calls   event.Hub       // every instance's per-call events
-	changes hub[EntryEvent] // added, removed, reconfigured
+	calls   event.Hub[bulkhead.Event] // every instance's per-call events
+	changes event.Hub[EntryEvent]     // added, removed, reconfigured
 }
 
 type entry struct {
@@ -289,7 +289,7 @@ func (r *Registry) deliver() {
 		r.pending = nil
 		r.mu.Unlock()
 		for _, ev := range evs {
-			r.changes.publish(ev)
+			r.changes.Publish(ev)
 		}
 		r.mu.Lock()
 	}
@@ -650,7 +650,7 @@ func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // instance fn's own), that goroutine delivers the new ones after those
 // before them.
 func (r *Registry) SubscribeEntries(fn func(EntryEvent)) (cancel func()) {
-	return r.changes.subscribe(fn)
+	return r.changes.Subscribe(fn)
 }
 
 // retain starts forwarding every instance's events to r.calls and the
@@ -695,51 +695,5 @@ func (r *Registry) listen(e *entry) {
 		e.unsub = e.sem.Subscribe(fwd)
 	} else {
 		e.unsub = e.pool.Subscribe(fwd)
-	}
-}
-
-// hub is a minimal subscriber list for registry events.
-type hub[T any] struct {
-	mu   sync.Mutex
-	next int
-	subs map[int]func(T)
-}
-
-func (h *hub[T]) subscribe(fn func(T)) func() {
-	if fn == nil {
-		return func() {}
-	}
-	h.mu.Lock()
-	if h.subs == nil {
-		h.subs = map[int]func(T){}
-	}
-	id := h.next
-	h.next++
-	h.subs[id] = fn
-	h.mu.Unlock()
-	return func() {
-		h.mu.Lock()
-		delete(h.subs, id)
-		h.mu.Unlock()
-	}
-}
-
-func (h *hub[T]) publish(v T) {
-	h.mu.Lock()
-	ids := make([]int, 0, len(h.subs))
-	for id := range h.subs {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	fns := make([]func(T), len(ids))
-	for i, id := range ids {
-		fns[i] = h.subs[id]
-	}
-	h.mu.Unlock()
-	for _, fn := range fns {
-		func() {
-			defer func() { _ = recover() }()
-			fn(v)
-		}()
 	}
 }

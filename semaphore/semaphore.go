@@ -84,7 +84,7 @@ type Bulkhead struct {
 	maxWait                     atomic.Int64
 
 	name string
-	hub  event.Hub
+	hub  event.Hub[bulkhead.Event]
 	cfg  atomic.Pointer[Config]
 	full atomic.Pointer[fullErrors]
 

@@ -1,36 +1,35 @@
-// Package event delivers a bulkhead's events to its subscribers.
+// Package event delivers a bulkhead's (or a registry's) events to their
+// subscribers.
 package event
 
 import (
 	"sync"
 	"sync/atomic"
-
-	"github.com/bulkhead-go/bulkhead"
 )
 
 // Hub is a set of subscribers. The zero value has none and is ready to use.
 // Publishing reads one atomic pointer, so a hub with no subscriber costs a
 // single load; subscribing and cancelling copy the list under a mutex.
-type Hub struct {
+type Hub[T any] struct {
 	mu   sync.Mutex
-	subs atomic.Pointer[[]*sub]
+	subs atomic.Pointer[[]*sub[T]]
 }
 
-type sub struct{ fn func(bulkhead.Event) }
+type sub[T any] struct{ fn func(T) }
 
 // Active reports whether anyone is subscribed. Callers check it before they
 // build an event or read the clock.
-func (h *Hub) Active() bool { return h.subs.Load() != nil }
+func (h *Hub[T]) Active() bool { return h.subs.Load() != nil }
 
 // Subscribe adds fn and returns a function that removes it. Calling cancel
 // more than once is harmless. A nil fn is ignored.
-func (h *Hub) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
+func (h *Hub[T]) Subscribe(fn func(T)) (cancel func()) {
 	if fn == nil {
 		return func() {}
 	}
-	s := &sub{fn: fn}
+	s := &sub[T]{fn: fn}
 	h.mu.Lock()
-	var next []*sub
+	var next []*sub[T]
 	if cur := h.subs.Load(); cur != nil {
 		next = append(next, *cur...)
 	}
@@ -41,14 +40,14 @@ func (h *Hub) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	return func() { once.Do(func() { h.remove(s) }) }
 }
 
-func (h *Hub) remove(s *sub) {
+func (h *Hub[T]) remove(s *sub[T]) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cur := h.subs.Load()
 	if cur == nil {
 		return
 	}
-	next := make([]*sub, 0, len(*cur))
+	next := make([]*sub[T], 0, len(*cur))
 	for _, x := range *cur {
 		if x != s {
 			next = append(next, x)
@@ -64,7 +63,7 @@ func (h *Hub) remove(s *sub) {
 // Publish calls every subscriber with e on the calling goroutine, in the
 // order they subscribed. It holds no lock while it does so. A subscriber that
 // panics is skipped for this event; the panic does not reach the caller.
-func (h *Hub) Publish(e bulkhead.Event) {
+func (h *Hub[T]) Publish(e T) {
 	cur := h.subs.Load()
 	if cur == nil {
 		return
@@ -74,7 +73,7 @@ func (h *Hub) Publish(e bulkhead.Event) {
 	}
 }
 
-func call(fn func(bulkhead.Event), e bulkhead.Event) {
+func call[T any](fn func(T), e T) {
 	defer func() { _ = recover() }()
 	fn(e)
 }

@@ -13,7 +13,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestHubSubscribePublishCancel(t *testing.T) {
-	var h Hub
+	var h Hub[bulkhead.Event]
 	if h.Active() {
 		t.Fatal("zero Hub is active")
 	}
@@ -39,7 +39,7 @@ func TestHubSubscribePublishCancel(t *testing.T) {
 }
 
 func TestHubSurvivesPanickingSubscriberAndConcurrentUse(t *testing.T) {
-	var h Hub
+	var h Hub[bulkhead.Event]
 	var got atomic.Int64
 	h.Subscribe(func(bulkhead.Event) { panic("bad listener") })
 	h.Subscribe(func(bulkhead.Event) { got.Add(1) })
