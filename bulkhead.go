@@ -15,6 +15,13 @@ var ErrBulkheadFull = errors.New("bulkhead: full")
 // and completes the futures of queued tasks that Close dropped.
 var ErrClosed = errors.New("bulkhead: closed")
 
+// ErrOverloaded is matched by the outcome of a call that the dependency
+// itself refused for lack of capacity: an HTTP 429 or 503 seen by
+// bulkheadhttp.Transport, a gRPC ResourceExhausted or Unavailable seen by the
+// gRPC client interceptors. Such a call counts as failed; adaptive limits
+// take it as the signal to lower the limit.
+var ErrOverloaded = errors.New("bulkhead: dependency overloaded")
+
 // Kind says which kind of bulkhead an instance is.
 type Kind uint8
 

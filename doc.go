@@ -19,4 +19,22 @@
 // [ErrBulkheadFull] under [errors.Is]; the concrete error is a [*FullError]
 // naming the bulkhead and its limits. Both report a [Stats] snapshot with the
 // same fields and meanings, and both publish [Event] values to subscribers.
+//
+// # Callbacks
+//
+// Every function this module calls back (a bulkhead's or a registry's event
+// subscriber, a function given to a future's OnComplete or Then) follows one
+// contract:
+//
+//   - It runs synchronously on the goroutine whose action it reports (the
+//     caller of Do, a pool worker, the goroutine that completed a future),
+//     in the order the callbacks were registered, with no lock of this
+//     module held: it may call back into the bulkhead (Stats, Reconfigure).
+//   - It must be quick and must not wait for the bulkhead that calls it: the
+//     call it reports waits for it.
+//   - If it panics or calls runtime.Goexit, the module's own state (permits,
+//     queue slots, workers, counters, futures) is already consistent: nothing
+//     is lost. The panic is not recovered or hidden by this module; it goes
+//     on up that goroutine like a panic in your own code, and the callbacks
+//     after it in line miss that one event.
 package bulkhead

@@ -19,10 +19,14 @@ const (
 	EventCancelled
 	// EventFinished: a permitted call completed.
 	EventFinished
+	// EventLimitChanged: the bulkhead's limit (MaxConcurrentCalls) changed,
+	// by Reconfigure or by an adaptive controller. Event.Limit is the new
+	// limit.
+	EventLimitChanged
 )
 
-// String returns "permitted", "rejected", "cancelled", "finished" or
-// "EventType(n)".
+// String returns "permitted", "rejected", "cancelled", "finished",
+// "limit changed" or "EventType(n)".
 func (t EventType) String() string {
 	switch t {
 	case EventPermitted:
@@ -33,6 +37,8 @@ func (t EventType) String() string {
 		return "cancelled"
 	case EventFinished:
 		return "finished"
+	case EventLimitChanged:
+		return "limit changed"
 	}
 	return "EventType(" + strconv.Itoa(int(t)) + ")"
 }
@@ -58,6 +64,8 @@ type Event struct {
 	// Run is how long the call ran, on EventFinished when the bulkhead ran
 	// the call itself (Do, Execute, Transport, a pool task); zero otherwise.
 	Run time.Duration
+	// Limit is the new limit on EventLimitChanged, and zero otherwise.
+	Limit int
 }
 
 // String describes the event in one line, for logs.
@@ -68,6 +76,9 @@ func (e Event) String() string {
 	}
 	if e.Type == EventFinished && e.Run > 0 {
 		s += " run=" + e.Run.String()
+	}
+	if e.Type == EventLimitChanged {
+		s += " limit=" + strconv.Itoa(e.Limit)
 	}
 	if e.Err != nil {
 		s += ": " + e.Err.Error()

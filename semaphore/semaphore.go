@@ -194,6 +194,41 @@ func (b *Bulkhead) acquireFull(ctx context.Context) (time.Time, error) {
 // like unlocking an unlocked mutex, that is a bug in the caller.
 func (b *Bulkhead) Release() { b.finish(time.Time{}, nil, false) }
 
+// Permit is a permit held by work that does not fit in one call to Do: a
+// response body read after the round trip, a stream, a middleware's next
+// handler. Take one with AcquirePermit and give it back with Release exactly
+// once. It is a small value; copy it freely, but release it only once.
+type Permit struct {
+	b     *Bulkhead
+	start time.Time // when the work began; zero when nobody observes b
+}
+
+// AcquirePermit is Acquire for a caller that reports the outcome of its work
+// when it gives the permit back: it returns the same errors, and a Permit
+// whose Release counts the call finished (failed for a non-nil error) and
+// reports how long it ran.
+func (b *Bulkhead) AcquirePermit(ctx context.Context) (Permit, error) {
+	if err := b.Acquire(ctx); err != nil {
+		return Permit{}, err
+	}
+	p := Permit{b: b}
+	if b.hub.Active() {
+		p.start = time.Now()
+	}
+	return p, nil
+}
+
+// Release gives the permit back, counts the call finished, and counts it
+// failed when err is not nil; err is carried by the call's EventFinished.
+// Release panics on the zero Permit, and releasing a Permit twice is a bug
+// like calling Bulkhead.Release without a permit.
+func (p Permit) Release(err error) {
+	if p.b == nil {
+		panic("semaphore: Permit.Release called on a zero Permit")
+	}
+	p.b.finish(p.start, err, err != nil)
+}
+
 // Do runs fn on the calling goroutine while holding a permit, and returns
 // fn's error unchanged. If no permit can be had it returns the error of
 // Acquire without calling fn. The permit is released however fn ends; a
