@@ -47,7 +47,7 @@ func chaosRound(t *testing.T, it int) {
 	if rng.IntN(2) == 0 {
 		maxWait = time.Duration(50+rng.IntN(300)) * time.Microsecond
 	}
-	cfg := pool.Config{MaxWorkers: workers, QueueCapacity: queue, MaxWaitDuration: maxWait}
+	cfg := pool.Config{MaxWorkers: workers, QueueCapacity: queue, QueueTimeout: maxWait}
 	b, err := pool.New("chaos", cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -23,10 +23,12 @@ type Config struct {
 	// QueueCapacity is how many tasks may wait for a worker, from 0 to
 	// MaxLimit. 0 means hand-off only: a task starts at once or is rejected.
 	QueueCapacity int
-	// MaxWaitDuration is how long a task may wait in the queue. 0 means as
-	// long as it must; a task not started within a positive MaxWaitDuration
-	// is dropped with a [*bulkhead.FullError]. It must not be negative.
-	MaxWaitDuration time.Duration
+	// QueueTimeout is how long a task may wait in the queue for a worker. 0
+	// means no timeout: a queued task waits as long as it must. A task not
+	// started within a positive QueueTimeout is dropped with a
+	// [*bulkhead.FullError]. It must not be negative. (The registry's YAML
+	// still accepts the key maxWaitDuration for it.)
+	QueueTimeout time.Duration
 	// KeepAlive is how long an idle worker goroutine lives before it exits.
 	// 0 means DefaultKeepAlive; it must not be negative.
 	KeepAlive time.Duration
@@ -49,8 +51,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("queueCapacity must be >= 0, got %d", c.QueueCapacity)
 	case c.QueueCapacity > MaxLimit:
 		return fmt.Errorf("queueCapacity must be <= %d, got %d", MaxLimit, c.QueueCapacity)
-	case c.MaxWaitDuration < 0:
-		return fmt.Errorf("maxWaitDuration must be >= 0, got %v", c.MaxWaitDuration)
+	case c.QueueTimeout < 0:
+		return fmt.Errorf("queueTimeout must be >= 0, got %v", c.QueueTimeout)
 	case c.KeepAlive < 0:
 		return fmt.Errorf("keepAlive must be >= 0, got %v", c.KeepAlive)
 	}

@@ -26,7 +26,7 @@
 // [*bulkhead.FullError] when the queue is full too; the pool never rejects
 // while fewer than MaxWorkers tasks run. A queued task whose context ends or
 // whose future is cancelled leaves the queue at once and never runs; one
-// still queued after MaxWaitDuration is dropped with a FullError. A task
+// still queued after QueueTimeout is dropped with a FullError. A task
 // that panics fails its future with a [*bulkhead.PanicError] and its worker
 // carries on.
 //

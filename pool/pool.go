@@ -93,11 +93,11 @@ func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
 // apply installs cfg's limits and rejection errors. b.mu must be held, or b
 // not yet shared.
 func (b *Bulkhead) apply(cfg Config) {
-	b.maxWorkers, b.queueCap, b.maxWait = cfg.MaxWorkers, cfg.QueueCapacity, cfg.MaxWaitDuration
+	b.maxWorkers, b.queueCap, b.maxWait = cfg.MaxWorkers, cfg.QueueCapacity, cfg.QueueTimeout
 	b.limits.Store(uint64(cfg.MaxWorkers)<<32 | uint64(cfg.QueueCapacity))
 	b.cfg.Store(&cfg)
 	e := bulkhead.FullError{Name: b.name, Kind: bulkhead.Pool, MaxConcurrentCalls: cfg.MaxWorkers,
-		QueueCapacity: cfg.QueueCapacity, MaxWaitDuration: cfg.MaxWaitDuration}
+		QueueCapacity: cfg.QueueCapacity, MaxWaitDuration: cfg.QueueTimeout}
 	w := e
 	w.Waited = true
 	b.full.Store(&fullErrors{now: &e, waited: &w})
@@ -422,7 +422,7 @@ func (b *Bulkhead) cancel(n *node, err error) {
 	b.mu.Unlock()
 }
 
-// expire drops n if it is still queued after MaxWaitDuration.
+// expire drops n if it is still queued after QueueTimeout.
 func (b *Bulkhead) expire(n *node) {
 	b.mu.Lock()
 	if n.state != stQueued {
@@ -481,7 +481,7 @@ func (b *Bulkhead) publish(typ bulkhead.EventType, err error, wait, run time.Dur
 // Reconfigure applies cfg without blocking. More workers start queued tasks
 // at once; fewer let the running tasks finish and start no more until fewer
 // than the new MaxWorkers run. A smaller queue keeps the tasks it holds but
-// admits none until it is below the new capacity. A new MaxWaitDuration
+// admits none until it is below the new capacity. A new QueueTimeout
 // applies to tasks queued after the call; a new KeepAlive to workers started
 // after it. After Close it returns [bulkhead.ErrClosed].
 func (b *Bulkhead) Reconfigure(cfg Config) error {

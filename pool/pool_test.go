@@ -35,7 +35,7 @@ func TestNewValidates(t *testing.T) {
 		{"p", pool.Config{MaxWorkers: pool.MaxLimit + 1}, "maxWorkers must be <= 1048576, got 1048577"},
 		{"p", pool.Config{MaxWorkers: 1, QueueCapacity: -1}, "queueCapacity must be >= 0, got -1"},
 		{"p", pool.Config{MaxWorkers: 1, QueueCapacity: pool.MaxLimit + 1}, "queueCapacity must be <= 1048576, got 1048577"},
-		{"p", pool.Config{MaxWorkers: 1, MaxWaitDuration: -time.Second}, "maxWaitDuration must be >= 0, got -1s"},
+		{"p", pool.Config{MaxWorkers: 1, QueueTimeout: -time.Second}, "queueTimeout must be >= 0, got -1s"},
 		{"p", pool.Config{MaxWorkers: 1, KeepAlive: -time.Millisecond}, "keepAlive must be >= 0, got -1ms"},
 	} {
 		b, err := pool.New(tc.name, tc.cfg)

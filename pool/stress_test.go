@@ -51,7 +51,7 @@ func TestRefillAfterDrainNeverRejects(t *testing.T) {
 // every accepted task is accounted for exactly once and the counts are back
 // at rest.
 func TestAccountingUnderChaos(t *testing.T) {
-	b := newPool(t, pool.Config{MaxWorkers: 3, QueueCapacity: 4, MaxWaitDuration: 2 * time.Millisecond})
+	b := newPool(t, pool.Config{MaxWorkers: 3, QueueCapacity: 4, QueueTimeout: 2 * time.Millisecond})
 	const goroutines, perG = 6, 1000
 	var accepted, immediate atomic.Uint64
 	var wg sync.WaitGroup
@@ -60,10 +60,10 @@ func TestAccountingUnderChaos(t *testing.T) {
 	go func() {
 		defer close(reconfDone)
 		cfgs := []pool.Config{
-			{MaxWorkers: 1, QueueCapacity: 1, MaxWaitDuration: time.Millisecond},
+			{MaxWorkers: 1, QueueCapacity: 1, QueueTimeout: time.Millisecond},
 			{MaxWorkers: 4, QueueCapacity: 8},
 			{MaxWorkers: 2, QueueCapacity: 0},
-			{MaxWorkers: 3, QueueCapacity: 4, MaxWaitDuration: 2 * time.Millisecond},
+			{MaxWorkers: 3, QueueCapacity: 4, QueueTimeout: 2 * time.Millisecond},
 		}
 		for i := 0; ; i++ {
 			select {

@@ -37,7 +37,7 @@ type node struct {
 	b          *Bulkhead
 	j          job
 	prev, next *node
-	timer      *time.Timer // MaxWaitDuration expiry while queued
+	timer      *time.Timer // QueueTimeout expiry while queued
 	queuedAt   int64       // from now(); set only while someone is subscribed
 	state      nodeState
 	ctx        runCtx
@@ -50,7 +50,7 @@ func (n *node) Cancel() { n.b.cancel(n, context.Canceled) }
 // it.
 func (n *node) parentDone() { n.b.cancel(n, n.ctx.parent.Err()) }
 
-// expire runs when the node has waited MaxWaitDuration.
+// expire runs when the node has waited QueueTimeout.
 func (n *node) expire() { n.b.expire(n) }
 
 // task is one submitted function with its future, all in one allocation.

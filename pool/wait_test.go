@@ -13,10 +13,10 @@ import (
 )
 
 // The bulkhead, its ants pool and their timers live inside the bubble, so
-// MaxWaitDuration runs on the bubble's fake clock.
-func TestMaxWaitDuration(t *testing.T) {
+// QueueTimeout runs on the bubble's fake clock.
+func TestQueueTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 2, MaxWaitDuration: time.Second})
+		b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 2, QueueTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func TestMaxWaitDuration(t *testing.T) {
 		synctest.Wait()
 		select {
 		case <-expired.Done():
-			t.Fatal("dropped before MaxWaitDuration")
+			t.Fatal("dropped before QueueTimeout")
 		default:
 		}
 		// A task queued later has its own deadline.

@@ -172,7 +172,7 @@ func (r *Registry) Status() Status {
 		} else {
 			c := e.pool.Config()
 			q := c.QueueCapacity
-			is.Config = StatusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &q, MaxWaitDuration: c.MaxWaitDuration.String(), KeepAlive: c.KeepAlive.String()}
+			is.Config = StatusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &q, MaxWaitDuration: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
 		}
 		if rg := e.ring.Load(); rg != nil {
 			for _, rec := range rg.records() {

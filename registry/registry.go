@@ -180,7 +180,7 @@ func poolConfig(s PoolSpec) pool.Config {
 		c.QueueCapacity = *s.QueueCapacity
 	}
 	if s.MaxWaitDuration != nil {
-		c.MaxWaitDuration = *s.MaxWaitDuration
+		c.QueueTimeout = *s.MaxWaitDuration
 	}
 	if s.KeepAlive != nil {
 		c.KeepAlive = *s.KeepAlive

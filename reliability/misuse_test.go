@@ -207,7 +207,7 @@ func TestMisuseBadConfigIsAnErrorNotAPanic(t *testing.T) {
 		}
 	}
 	for _, cfg := range []pool.Config{{}, {MaxWorkers: 1 << 40}, {MaxWorkers: 1, QueueCapacity: -1}, {MaxWorkers: 1, QueueCapacity: 1 << 40},
-		{MaxWorkers: 1, MaxWaitDuration: -1}, {MaxWorkers: 1, KeepAlive: -1}} {
+		{MaxWorkers: 1, QueueTimeout: -1}, {MaxWorkers: 1, KeepAlive: -1}} {
 		if b, err := pool.New("x", cfg); err == nil || b != nil || !strings.Contains(err.Error(), "must be") {
 			t.Errorf("pool.New(%+v) = %v, %v", cfg, b, err)
 		}

@@ -378,12 +378,12 @@ func runPoolModel(t *testing.T, data []byte) {
 			m.settle()
 		case 5: // Reconfigure
 			nc := pool.Config{MaxWorkers: 1 + int(arg%4), QueueCapacity: int(arg>>2) % 4,
-				MaxWaitDuration: []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 0}[arg>>4%4],
+				QueueTimeout: []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 0}[arg>>4%4],
 				KeepAlive:       cfg.KeepAlive}
 			if arg&0x40 != 0 {
 				nc.KeepAlive = 3*time.Second - cfg.KeepAlive // 1s <-> 2s: a new ants pool
 			}
-			fmt.Fprintf(&trace, "reconfigure(%d,%d,%v,%v) ", nc.MaxWorkers, nc.QueueCapacity, nc.MaxWaitDuration, nc.KeepAlive)
+			fmt.Fprintf(&trace, "reconfigure(%d,%d,%v,%v) ", nc.MaxWorkers, nc.QueueCapacity, nc.QueueTimeout, nc.KeepAlive)
 			if int64(nc.MaxWorkers) > limitInForce.Load() {
 				limitInForce.Store(int64(nc.MaxWorkers)) // before: Reconfigure may start tasks
 			}
@@ -399,7 +399,7 @@ func runPoolModel(t *testing.T, data []byte) {
 			}
 			limitInForce.Store(int64(nc.MaxWorkers)) // after: nothing starts until under it
 			cfg = nc
-			m.limit, m.qcap, m.wait = nc.MaxWorkers, nc.QueueCapacity, nc.MaxWaitDuration
+			m.limit, m.qcap, m.wait = nc.MaxWorkers, nc.QueueCapacity, nc.QueueTimeout
 			for len(m.queue) > 0 && m.active < m.limit {
 				h := m.queue[0]
 				m.queue = m.queue[1:]

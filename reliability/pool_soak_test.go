@@ -60,7 +60,7 @@ const (
 func soakPool(t *testing.T, seed uint64, d time.Duration, events, closeMidRun bool) *outcomes {
 	const workers = 8
 	before := goleak.IgnoreCurrent()
-	cfg0 := pool.Config{MaxWorkers: 4, QueueCapacity: 8, MaxWaitDuration: time.Millisecond, KeepAlive: time.Second}
+	cfg0 := pool.Config{MaxWorkers: 4, QueueCapacity: 8, QueueTimeout: time.Millisecond, KeepAlive: time.Second}
 	b, err := pool.New("soak", cfg0)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func soakPool(t *testing.T, seed uint64, d time.Duration, events, closeMidRun bo
 			}
 			if !closed {
 				cfg := pool.Config{MaxWorkers: 1 + r.IntN(8), QueueCapacity: r.IntN(17),
-					MaxWaitDuration: []time.Duration{0, 0, 200 * time.Microsecond, time.Millisecond, 5 * time.Millisecond}[r.IntN(5)],
+					QueueTimeout: []time.Duration{0, 0, 200 * time.Microsecond, time.Millisecond, 5 * time.Millisecond}[r.IntN(5)],
 					KeepAlive:       cfg0.KeepAlive}
 				if r.IntN(20) == 0 {
 					cfg.KeepAlive = time.Duration(1+r.IntN(3)) * time.Second // replaces the ants pool
