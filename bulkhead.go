@@ -147,8 +147,8 @@ type Stats struct {
 	Cancelled uint64
 	// Finished counts permitted calls that completed, whatever the outcome.
 	Finished uint64
-	// Failed counts finished calls whose function returned an error or
-	// panicked.
+	// Failed counts finished calls whose function returned an error,
+	// panicked or called runtime.Goexit (in both kinds alike).
 	Failed uint64
 }
 
