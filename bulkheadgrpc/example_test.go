@@ -7,6 +7,7 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/bulkheadgrpc"
+	"github.com/bulkhead-go/bulkhead/registry"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -63,4 +64,22 @@ func ExampleUnaryServerInterceptor() {
 	// Output:
 	// Unavailable 1
 	// unguarded <nil>
+}
+
+// A Selector over a registry: each guarded method has a bulkhead configured
+// under a name of its own (compiled, not run: the registry is configured
+// from YAML elsewhere).
+var _ = func(reg *registry.Registry) bulkheadgrpc.Selector {
+	names := map[string]string{"/shop.Inventory/Lookup": "inventory-lookup"}
+	return func(method string) *semaphore.Bulkhead {
+		name, ok := names[method]
+		if !ok {
+			return nil // unguarded
+		}
+		b, err := reg.Semaphore(name)
+		if err != nil {
+			return nil // not configured: unguarded
+		}
+		return b
+	}
 }
