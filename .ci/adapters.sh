@@ -93,6 +93,7 @@ bulkheadotel github.com/bulkhead-go/bulkhead/bulkheadotel bulkheadotel.Register
 registry github.com/bulkhead-go/bulkhead/registry registry.Config{}
 semaphore github.com/bulkhead-go/bulkhead/semaphore semaphore.New
 metric go.opentelemetry.io/otel/metric metric.WithUnit
+otel go.opentelemetry.io/otel otel.GetMeterProvider
 '
 
 echo "== bulkheadgrpc example, end to end"

@@ -116,9 +116,16 @@ func (s *streamPermit) end(err error, classify bool) {
 		(*stop)()
 	}
 	s.cancel() // the stream is over: free its context
+	released := false
+	defer func() {
+		if !released { // the classifier panicked or called Goexit
+			s.p.Release(errAborted)
+		}
+	}()
 	if classify {
 		err = s.classify(err)
 	}
+	released = true
 	s.p.Release(err)
 }
 

@@ -319,3 +319,28 @@ func TestStreamClientPermitWhenStreamerFails(t *testing.T) {
 	}
 	checkStats(t, b, 1, 0, 1, 1)
 }
+
+// A classifier that panics cannot strand a permit: the call counts failed
+// and the panic goes on up the caller's stack.
+func TestClassifierPanicReturnsPermit(t *testing.T) {
+	svc := newService()
+	b := newBulkhead(t, "dep", 1, 0)
+	cc := clientConn(t, svc, b, bulkheadgrpc.WithClassifier(func(error) error { panic("classifier") }))
+	mustPanic := func(name string, f func()) {
+		t.Helper()
+		defer func() {
+			if r := recover(); r != "classifier" {
+				t.Fatalf("%s: recovered %v, want the classifier's panic", name, r)
+			}
+		}()
+		f()
+	}
+	mustPanic("unary", func() { unary(context.Background(), cc, unaryMethod, "x") })
+	checkStats(t, b, 1, 0, 1, 1)
+	cs := openStream(t, context.Background(), cc, &watchDesc, watchMethod, "a")
+	if err := cs.RecvMsg(new(wrapperspb.StringValue)); err != nil {
+		t.Fatal(err)
+	}
+	mustPanic("stream", func() { cs.RecvMsg(new(wrapperspb.StringValue)) })
+	checkStats(t, b, 2, 0, 2, 2)
+}

@@ -198,22 +198,31 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 	cache := &attrCache{m: map[key]*[nResults]metric.MeasurementOption{}}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		is := src.Instances()
+		stats := make([]bulkhead.Stats, len(is))
+		for i, in := range is {
+			stats[i] = in.Stats()
+			stats[i].Name = in.Name()
+		}
+		// The histograms take the cache's lock on every event: hold it
+		// only to look the attributes up, not while reading Stats.
+		opts := make([]*[nResults]metric.MeasurementOption, len(is))
 		cache.mu.Lock()
-		defer cache.mu.Unlock()
 		live := make(map[key]*[nResults]metric.MeasurementOption, len(is))
-		for _, in := range is {
-			s := in.Stats()
-			k := key{s.Kind, in.Name()}
-			opts := cache.get(k)
-			live[k] = opts
-			for _, g := range gauges {
-				o.ObserveInt64(g.inst, int64(g.val(s)), opts[none])
-			}
-			for _, c := range counters {
-				o.ObserveInt64(c.inst, int64(c.val(s)), opts[c.result])
-			}
+		for i, s := range stats {
+			k := key{s.Kind, s.Name}
+			opts[i] = cache.get(k)
+			live[k] = opts[i]
 		}
 		cache.m = live // forget removed bulkheads
+		cache.mu.Unlock()
+		for i, s := range stats {
+			for _, g := range gauges {
+				o.ObserveInt64(g.inst, int64(g.val(s)), opts[i][none])
+			}
+			for _, c := range counters {
+				o.ObserveInt64(c.inst, int64(c.val(s)), opts[i][c.result])
+			}
+		}
 		return nil
 	}, insts...)
 	if err != nil {
