@@ -55,9 +55,9 @@ func UnaryClientInterceptor(b *semaphore.Bulkhead, opts ...Option) grpc.UnaryCli
 //   - the call's context ends;
 //   - the stream is dropped without any of these: when the garbage collector
 //     finds it, the interceptor cancels the stream (freeing what gRPC holds
-//     for it) and returns the permit, counting the call neither failed nor
-//     succeeded on its own account (a success). Read streams to the end or
-//     cancel their context: the collector may take long to come.
+//     for it) and returns the permit, counting the call finished but not
+//     failed (nobody saw its outcome). Read streams to the end or cancel
+//     their context: the collector may take long to come.
 //
 // Rejections and waiting are as for [UnaryClientInterceptor].
 func StreamClientInterceptor(b *semaphore.Bulkhead, opts ...Option) grpc.StreamClientInterceptor {
