@@ -1,0 +1,249 @@
+// Package bulkheadotel reports bulkheads' state and counters as
+// OpenTelemetry metrics, through the go.opentelemetry.io/otel/metric API: the
+// same information as the registry's Prometheus collector, under names that
+// follow OpenTelemetry's naming guidelines (modelled on ASP.NET Core's
+// aspnetcore.rate_limiting.* instruments).
+//
+// [Register] reads every bulkhead's Stats when the SDK collects, so it
+// costs nothing per call, and a bulkhead removed from its [Source] stops
+// being reported at the next collection. The optional histograms are fed by
+// the bulkheads' events. docs/metrics.md lists every instrument beside its
+// Prometheus name.
+package bulkheadotel
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/bulkhead-go/bulkhead"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// ScopeName is the instrumentation scope (the meter's name) of the
+// instruments that [Register] creates.
+const ScopeName = "github.com/bulkhead-go/bulkhead/bulkheadotel"
+
+// Source is where [Register] finds the bulkheads to report: a
+// *registry.Registry, or [Bulkheads] for bulkheads that are not in one.
+// Instances is called at every collection; Subscribe only with
+// Options.Histograms.
+type Source interface {
+	Instances() []bulkhead.Instance
+	Subscribe(fn func(bulkhead.Event)) (cancel func())
+}
+
+// Observable is a bulkhead that [Bulkheads] can report:
+// *semaphore.Bulkhead and *pool.Bulkhead both are.
+type Observable interface {
+	bulkhead.Instance
+	Subscribe(fn func(bulkhead.Event)) (cancel func())
+}
+
+// Bulkheads returns a [Source] over a fixed list of bulkheads.
+func Bulkheads(bs ...Observable) Source { return fixed(bs) }
+
+type fixed []Observable
+
+func (f fixed) Instances() []bulkhead.Instance {
+	is := make([]bulkhead.Instance, len(f))
+	for i, b := range f {
+		is[i] = b
+	}
+	return is
+}
+
+func (f fixed) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
+	cancels := make([]func(), len(f))
+	for i, b := range f {
+		cancels[i] = b.Subscribe(fn)
+	}
+	return func() {
+		for _, c := range cancels {
+			c()
+		}
+	}
+}
+
+// Options chooses what [Register] reports. The zero value reports the
+// up-down counters and counters, without histograms.
+type Options struct {
+	// Histograms adds bulkhead.call.time_in_queue and
+	// bulkhead.call.duration, fed by the bulkheads' events. Off by
+	// default: with it on, every call builds an event and reads the clock.
+	Histograms bool
+	// Buckets are the histograms' bucket boundaries in seconds; nil means
+	// OpenTelemetry's advice for request durations (5 ms to 10 s).
+	Buckets []float64
+}
+
+// defaultBuckets are the boundaries the OpenTelemetry semantic conventions
+// advise for durations in seconds (http.server.request.duration).
+var defaultBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+
+// Attribute keys of every instrument.
+const (
+	attrName   = "bulkhead.name"   // the bulkhead's name
+	attrKind   = "bulkhead.kind"   // "semaphore" or "pool"
+	attrResult = "bulkhead.result" // "permitted", "rejected" or "cancelled"
+)
+
+type gauge struct {
+	inst metric.Int64ObservableUpDownCounter
+	val  func(s bulkhead.Stats) int
+}
+
+type counter struct {
+	inst   metric.Int64ObservableCounter
+	val    func(s bulkhead.Stats) uint64
+	result result // or none
+}
+
+type key struct {
+	kind bulkhead.Kind
+	name string
+}
+
+// result is the value of the bulkhead.result attribute.
+type result int
+
+const (
+	none result = iota
+	permitted
+	rejected
+	cancelled
+	nResults
+)
+
+var resultNames = [nResults]string{"", "permitted", "rejected", "cancelled"}
+
+// attrCache holds the attribute options of each bulkhead, built once: the
+// callback keeps those of the bulkheads it reports, and the histograms add
+// those of the bulkheads whose events they see.
+type attrCache struct {
+	mu sync.Mutex
+	m  map[key]*[nResults]metric.MeasurementOption
+}
+
+// get returns k's options; call it with c.mu held.
+func (c *attrCache) get(k key) *[nResults]metric.MeasurementOption {
+	if opts, ok := c.m[k]; ok {
+		return opts
+	}
+	opts := new([nResults]metric.MeasurementOption)
+	name, kind := attribute.String(attrName, k.name), attribute.String(attrKind, k.kind.String())
+	opts[none] = metric.WithAttributeSet(attribute.NewSet(name, kind))
+	for r := permitted; r < nResults; r++ {
+		opts[r] = metric.WithAttributeSet(attribute.NewSet(name, kind, attribute.String(attrResult, resultNames[r])))
+	}
+	c.m[k] = opts
+	return opts
+}
+
+// Register creates the instruments on a meter of mp named [ScopeName] and
+// reports src's bulkheads through them until unregister is called, which
+// stops the reporting and the histograms' subscription. It fails only if
+// the meter refuses an instrument or the callback.
+func Register(mp metric.MeterProvider, src Source, opts Options) (unregister func() error, err error) {
+	if mp == nil || src == nil {
+		return nil, errors.New("bulkheadotel: Register needs a MeterProvider and a Source, got nil")
+	}
+	m := mp.Meter(ScopeName)
+	var errs []error
+	updown := func(name, desc string, val func(s bulkhead.Stats) int) gauge {
+		inst, err := m.Int64ObservableUpDownCounter(name, metric.WithDescription(desc), metric.WithUnit("{call}"))
+		errs = append(errs, err)
+		return gauge{inst, val}
+	}
+	count := func(name, desc string, val func(s bulkhead.Stats) uint64) counter {
+		inst, err := m.Int64ObservableCounter(name, metric.WithDescription(desc), metric.WithUnit("{call}"))
+		errs = append(errs, err)
+		return counter{inst: inst, val: val}
+	}
+	gauges := []gauge{
+		updown("bulkhead.limit", "The limit in force: permits (semaphore) or workers (pool).",
+			func(s bulkhead.Stats) int { return s.MaxConcurrentCalls }),
+		updown("bulkhead.available_calls", "Calls that may start now: the limit minus the calls running, never below 0.",
+			func(s bulkhead.Stats) int { return s.AvailableConcurrentCalls }),
+		updown("bulkhead.active_calls", "Calls running now (pool: tasks on a worker).",
+			func(s bulkhead.Stats) int { return s.InFlight }),
+		updown("bulkhead.waiting_calls", "Callers waiting for a permit (semaphore).",
+			func(s bulkhead.Stats) int { return s.Waiting }),
+		updown("bulkhead.queued_calls", "Tasks waiting in the queue for a worker (pool).",
+			func(s bulkhead.Stats) int { return s.QueueDepth }),
+		updown("bulkhead.queue.limit", "The queue's capacity (pool); 0 for a semaphore.",
+			func(s bulkhead.Stats) int { return s.QueueCapacity }),
+	}
+	calls := count("bulkhead.calls", "Calls that asked for a permit or a worker, by result: "+
+		"permitted, rejected (the bulkhead was full) or cancelled (gave up while waiting).", nil)
+	counters := []counter{
+		{inst: calls.inst, val: func(s bulkhead.Stats) uint64 { return s.Permitted }, result: permitted},
+		{inst: calls.inst, val: func(s bulkhead.Stats) uint64 { return s.Rejected }, result: rejected},
+		{inst: calls.inst, val: func(s bulkhead.Stats) uint64 { return s.Cancelled }, result: cancelled},
+		count("bulkhead.finished_calls", "Permitted calls that completed, whatever their outcome.",
+			func(s bulkhead.Stats) uint64 { return s.Finished }),
+		count("bulkhead.failed_calls", "Finished calls that returned an error, panicked or called runtime.Goexit.",
+			func(s bulkhead.Stats) uint64 { return s.Failed }),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	insts := make([]metric.Observable, 0, len(gauges)+len(counters))
+	for _, g := range gauges {
+		insts = append(insts, g.inst)
+	}
+	insts = append(insts, calls.inst, counters[3].inst, counters[4].inst)
+
+	cache := &attrCache{m: map[key]*[nResults]metric.MeasurementOption{}}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		is := src.Instances()
+		stats := make([]bulkhead.Stats, len(is))
+		for i, in := range is {
+			stats[i] = in.Stats()
+			stats[i].Name = in.Name()
+		}
+		// The histograms take the cache's lock on every event: hold it
+		// only to look the attributes up, not while reading Stats.
+		opts := make([]*[nResults]metric.MeasurementOption, len(is))
+		cache.mu.Lock()
+		live := make(map[key]*[nResults]metric.MeasurementOption, len(is))
+		for i, s := range stats {
+			k := key{s.Kind, s.Name}
+			opts[i] = cache.get(k)
+			live[k] = opts[i]
+		}
+		cache.m = live // forget removed bulkheads
+		cache.mu.Unlock()
+		for i, s := range stats {
+			for _, g := range gauges {
+				o.ObserveInt64(g.inst, int64(g.val(s)), opts[i][none])
+			}
+			for _, c := range counters {
+				o.ObserveInt64(c.inst, int64(c.val(s)), opts[i][c.result])
+			}
+		}
+		return nil
+	}, insts...)
+	if err != nil {
+		return nil, err
+	}
+	stop := func() {}
+	if opts.Histograms {
+		h, err := newHistograms(m, opts.Buckets, cache)
+		if err != nil {
+			reg.Unregister()
+			return nil, err
+		}
+		stop = src.Subscribe(h.observe)
+	}
+	var once sync.Once
+	return func() error {
+		var err error
+		once.Do(func() {
+			stop()
+			err = reg.Unregister()
+		})
+		return err
+	}, nil
+}

@@ -1,0 +1,393 @@
+package bulkheadotel_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/bulkheadotel"
+	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/registry"
+	"github.com/bulkhead-go/bulkhead/semaphore"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/goleak"
+)
+
+// ants starts goroutines of its own when the pool package loads.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+
+// A registry is a Source as it is.
+var _ bulkheadotel.Source = (*registry.Registry)(nil)
+
+func newReader(t *testing.T) (*sdkmetric.ManualReader, *sdkmetric.MeterProvider) {
+	t.Helper()
+	r := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	return r, mp
+}
+
+// collect returns the metrics of bulkheadotel's scope by name.
+func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	ms := map[string]metricdata.Metrics{}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != bulkheadotel.ScopeName {
+			t.Fatalf("scope %q, want %q", sm.Scope.Name, bulkheadotel.ScopeName)
+		}
+		for _, m := range sm.Metrics {
+			ms[m.Name] = m
+		}
+	}
+	return ms
+}
+
+func attrs(name, kind string, result ...string) attribute.Set {
+	kv := []attribute.KeyValue{attribute.String("bulkhead.name", name), attribute.String("bulkhead.kind", kind)}
+	if len(result) > 0 {
+		kv = append(kv, attribute.String("bulkhead.result", result[0]))
+	}
+	return attribute.NewSet(kv...)
+}
+
+// value returns the int64 point of metric name with attributes set, and
+// whether there is one.
+func value(t *testing.T, ms map[string]metricdata.Metrics, name string, set attribute.Set) (int64, bool) {
+	t.Helper()
+	m, ok := ms[name]
+	if !ok {
+		return 0, false
+	}
+	sum, ok := m.Data.(metricdata.Sum[int64])
+	if !ok {
+		t.Fatalf("%s: data %T, want metricdata.Sum[int64]", name, m.Data)
+	}
+	for _, p := range sum.DataPoints {
+		if p.Attributes.Equals(&set) {
+			return p.Value, true
+		}
+	}
+	return 0, false
+}
+
+func check(t *testing.T, ms map[string]metricdata.Metrics, name string, set attribute.Set, want int64) {
+	t.Helper()
+	got, ok := value(t, ms, name, set)
+	if !ok {
+		t.Errorf("%s{%s}: no point", name, set.Encoded(attribute.DefaultEncoder()))
+	} else if got != want {
+		t.Errorf("%s{%s}: got %d, want %d", name, set.Encoded(attribute.DefaultEncoder()), got, want)
+	}
+}
+
+// points counts the points of our scope's metrics.
+func points(ms map[string]metricdata.Metrics) int {
+	n := 0
+	for _, m := range ms {
+		switch d := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			n += len(d.DataPoints)
+		case metricdata.Histogram[float64]:
+			n += len(d.DataPoints)
+		}
+	}
+	return n
+}
+
+// Every instrument, its kind and unit: the names docs/metrics.md lists.
+func TestInstruments(t *testing.T) {
+	r, mp := newReader(t)
+	b, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 2})
+	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(b), bulkheadotel.Options{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	b.Do(context.Background(), func(context.Context) error { return nil })
+	ms := collect(t, r)
+	want := map[string]string{ // name: kind unit
+		"bulkhead.limit":              "updown {call}",
+		"bulkhead.available_calls":    "updown {call}",
+		"bulkhead.active_calls":       "updown {call}",
+		"bulkhead.waiting_calls":      "updown {call}",
+		"bulkhead.queued_calls":       "updown {call}",
+		"bulkhead.queue.limit":        "updown {call}",
+		"bulkhead.calls":              "counter {call}",
+		"bulkhead.finished_calls":     "counter {call}",
+		"bulkhead.failed_calls":       "counter {call}",
+		"bulkhead.call.time_in_queue": "histogram s",
+		"bulkhead.call.duration":      "histogram s",
+	}
+	for name, m := range ms {
+		var kind string
+		switch d := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			kind = "updown"
+			if d.IsMonotonic {
+				kind = "counter"
+			}
+		case metricdata.Histogram[float64]:
+			kind = "histogram"
+		}
+		if got := kind + " " + m.Unit; got != want[name] {
+			t.Errorf("%s: got %q, want %q", name, got, want[name])
+		}
+		if m.Description == "" {
+			t.Errorf("%s: no description", name)
+		}
+	}
+	if len(ms) != len(want) {
+		t.Errorf("got %d instruments, want %d", len(ms), len(want))
+	}
+}
+
+// The values are those of Stats, for both kinds, under the attributes
+// bulkhead.name and bulkhead.kind.
+func TestReportsStats(t *testing.T) {
+	r, mp := newReader(t)
+	sem, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour})
+	pl, err := pool.New("lookups", pool.Config{MaxWorkers: 1, QueueCapacity: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close(context.Background())
+	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(sem, pl), bulkheadotel.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+
+	// Semaphore: one success, one failure, one call running, one waiting,
+	// one cancelled while waiting.
+	ctx := context.Background()
+	sem.Do(ctx, func(context.Context) error { return nil })
+	sem.Do(ctx, func(context.Context) error { return errors.New("boom") })
+	p1, _ := sem.AcquirePermit(ctx)
+	p2, _ := sem.AcquirePermit(ctx)
+	cctx, cancel := context.WithCancel(ctx)
+	waiting := make(chan error)
+	go func() { waiting <- sem.Acquire(cctx) }()
+	for sem.Stats().Waiting == 0 {
+		time.Sleep(time.Millisecond) // until the caller waits; not a pass criterion
+	}
+	ms := collect(t, r)
+	s := attrs("payment", "semaphore")
+	check(t, ms, "bulkhead.limit", s, 2)
+	check(t, ms, "bulkhead.available_calls", s, 0)
+	check(t, ms, "bulkhead.active_calls", s, 2)
+	check(t, ms, "bulkhead.waiting_calls", s, 1)
+	check(t, ms, "bulkhead.queued_calls", s, 0)
+	check(t, ms, "bulkhead.queue.limit", s, 0)
+	check(t, ms, "bulkhead.calls", attrs("payment", "semaphore", "permitted"), 4)
+	check(t, ms, "bulkhead.finished_calls", s, 2)
+	check(t, ms, "bulkhead.failed_calls", s, 1)
+	cancel()
+	if err := <-waiting; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	p1.Release(nil)
+	p2.Release(nil)
+	if sem.TryAcquire() {
+		sem.Release()
+	}
+
+	// Pool: one task running, two queued.
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		f, err := pl.Go(ctx, func(context.Context) error { <-release; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { f.Wait(ctx) })
+	}
+	for pl.Stats().InFlight != 1 {
+		time.Sleep(time.Millisecond) // until the first task runs; not a pass criterion
+	}
+	ms = collect(t, r)
+	p := attrs("lookups", "pool")
+	check(t, ms, "bulkhead.limit", p, 1)
+	check(t, ms, "bulkhead.active_calls", p, 1)
+	check(t, ms, "bulkhead.queued_calls", p, 2)
+	check(t, ms, "bulkhead.queue.limit", p, 3)
+	check(t, ms, "bulkhead.calls", attrs("lookups", "pool", "permitted"), 1)
+	close(release)
+	wg.Wait()
+
+	ms = collect(t, r)
+	check(t, ms, "bulkhead.calls", attrs("payment", "semaphore", "permitted"), 5)
+	check(t, ms, "bulkhead.calls", attrs("payment", "semaphore", "rejected"), 0)
+	check(t, ms, "bulkhead.calls", attrs("payment", "semaphore", "cancelled"), 1)
+	check(t, ms, "bulkhead.finished_calls", s, 5)
+	check(t, ms, "bulkhead.active_calls", s, 0)
+	check(t, ms, "bulkhead.calls", attrs("lookups", "pool", "permitted"), 3)
+	check(t, ms, "bulkhead.finished_calls", p, 3)
+	check(t, ms, "bulkhead.failed_calls", p, 0)
+}
+
+// source is a Source whose bulkheads the test changes, like a registry's.
+type source struct {
+	mu sync.Mutex
+	bs []bulkheadotel.Observable
+}
+
+func (s *source) Instances() []bulkhead.Instance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bulkheadotel.Bulkheads(s.bs...).Instances()
+}
+
+func (s *source) Subscribe(fn func(bulkhead.Event)) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bulkheadotel.Bulkheads(s.bs...).Subscribe(fn)
+}
+
+func (s *source) remove(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bs = slices.DeleteFunc(s.bs, func(b bulkheadotel.Observable) bool { return b.Name() == name })
+}
+
+// A bulkhead removed from its source stops being reported at the next
+// collection; the others go on. The same name in both kinds is two series.
+func TestRemovedInstanceStopsBeingReported(t *testing.T) {
+	r, mp := newReader(t)
+	a, _ := semaphore.New("a", semaphore.Config{MaxConcurrentCalls: 1})
+	b, _ := semaphore.New("b", semaphore.Config{MaxConcurrentCalls: 3})
+	bp, err := pool.New("b", pool.Config{MaxWorkers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bp.Close(context.Background())
+	src := &source{bs: []bulkheadotel.Observable{a, b, bp}}
+	unregister, err := bulkheadotel.Register(mp, src, bulkheadotel.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+
+	ms := collect(t, r)
+	check(t, ms, "bulkhead.limit", attrs("a", "semaphore"), 1)
+	check(t, ms, "bulkhead.limit", attrs("b", "semaphore"), 3)
+	check(t, ms, "bulkhead.limit", attrs("b", "pool"), 2)
+
+	src.remove("a")
+	ms = collect(t, r)
+	for name := range ms {
+		if _, ok := value(t, ms, name, attrs("a", "semaphore")); ok {
+			t.Errorf("%s: the removed bulkhead is still reported", name)
+		}
+	}
+	check(t, ms, "bulkhead.limit", attrs("b", "semaphore"), 3)
+	check(t, ms, "bulkhead.limit", attrs("b", "pool"), 2)
+}
+
+// Unregistering stops the reporting and the subscription.
+func TestUnregisterStopsReporting(t *testing.T) {
+	r, mp := newReader(t)
+	b, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 2})
+	subscribed := 0
+	src := &countingSource{Source: bulkheadotel.Bulkheads(b), subscribed: &subscribed}
+	unregister, err := bulkheadotel.Register(mp, src, bulkheadotel.Options{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Do(context.Background(), func(context.Context) error { return nil })
+	if n := points(collect(t, r)); n == 0 {
+		t.Fatal("nothing reported while registered")
+	}
+	if subscribed != 1 {
+		t.Fatalf("subscriptions: got %d, want 1", subscribed)
+	}
+	if err := unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unregister(); err != nil {
+		t.Fatalf("second unregister: %v", err)
+	}
+	if subscribed != 0 {
+		t.Fatalf("subscriptions after unregister: got %d, want 0", subscribed)
+	}
+	ms := collect(t, r)
+	for _, name := range []string{"bulkhead.limit", "bulkhead.calls", "bulkhead.active_calls"} {
+		if _, ok := value(t, ms, name, attrs("payment", "semaphore")); ok {
+			t.Errorf("%s: still reported after unregister", name)
+		}
+	}
+}
+
+type countingSource struct {
+	bulkheadotel.Source
+	subscribed *int
+}
+
+func (s *countingSource) Subscribe(fn func(bulkhead.Event)) func() {
+	*s.subscribed++
+	cancel := s.Source.Subscribe(fn)
+	return func() { *s.subscribed--; cancel() }
+}
+
+// The histograms record wait and run times from events, like the
+// Prometheus collector's: a call refused at once did not wait.
+func TestHistograms(t *testing.T) {
+	r, mp := newReader(t)
+	b, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 1})
+	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(b), bulkheadotel.Options{Histograms: true, Buckets: []float64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	ctx := context.Background()
+	for range 3 {
+		b.Do(ctx, func(context.Context) error { return nil })
+	}
+	p, _ := b.AcquirePermit(ctx)
+	if err := b.Do(ctx, func(context.Context) error { return nil }); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+		t.Fatalf("got %v, want a rejection", err)
+	}
+	p.Release(nil)
+
+	ms := collect(t, r)
+	hist := func(name string, set attribute.Set) metricdata.HistogramDataPoint[float64] {
+		t.Helper()
+		for _, dp := range ms[name].Data.(metricdata.Histogram[float64]).DataPoints {
+			if dp.Attributes.Equals(&set) {
+				return dp
+			}
+		}
+		t.Fatalf("%s{%s}: no point", name, set.Encoded(attribute.DefaultEncoder()))
+		return metricdata.HistogramDataPoint[float64]{}
+	}
+	if dp := hist("bulkhead.call.time_in_queue", attrs("payment", "semaphore", "permitted")); dp.Count != 4 || !slices.Equal(dp.Bounds, []float64{1}) {
+		t.Errorf("time in queue, permitted: got count %d bounds %v, want 4 [1]", dp.Count, dp.Bounds)
+	}
+	if dp := hist("bulkhead.call.duration", attrs("payment", "semaphore")); dp.Count != 4 {
+		t.Errorf("duration: got count %d, want 4 (3 Do and 1 permit)", dp.Count)
+	}
+	for _, dp := range ms["bulkhead.call.time_in_queue"].Data.(metricdata.Histogram[float64]).DataPoints {
+		if v, _ := dp.Attributes.Value("bulkhead.result"); v.AsString() == "rejected" {
+			t.Errorf("a call refused at once was recorded as waiting: %v", dp)
+		}
+	}
+}
+
+func TestRegisterNil(t *testing.T) {
+	_, mp := newReader(t)
+	if _, err := bulkheadotel.Register(nil, bulkheadotel.Bulkheads(), bulkheadotel.Options{}); err == nil {
+		t.Error("nil MeterProvider: no error")
+	}
+	if _, err := bulkheadotel.Register(mp, nil, bulkheadotel.Options{}); err == nil {
+		t.Error("nil Source: no error")
+	}
+}
