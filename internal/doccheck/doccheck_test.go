@@ -15,7 +15,10 @@
 //	func charge(ctx context.Context, order string) error { return nil }
 //	-->
 //
-// Compiler errors name the Markdown file and line.
+// Compiler errors name the Markdown file and line. Blocks about the adapter
+// modules (those that name bulkheadgrpc or bulkheadotel, and every block of
+// docs/grpc.md) need dependencies this module does not have: .ci/adapters.sh
+// compiles them inside their own modules.
 package doccheck
 
 import (
@@ -96,7 +99,13 @@ func TestDocGoBlocksCompile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		blocks = append(blocks, bs...)
+		for _, b := range bs {
+			if b.file == filepath.Join("docs", "grpc.md") ||
+				strings.Contains(b.code, "bulkheadgrpc.") || strings.Contains(b.code, "bulkheadotel.") {
+				continue
+			}
+			blocks = append(blocks, b)
+		}
 	}
 	if len(blocks) == 0 {
 		t.Fatal("found no Go blocks in README.md and docs/: the extraction is broken")
