@@ -1,0 +1,34 @@
+package adaptive_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead/adaptive"
+	"github.com/bulkhead-go/bulkhead/semaphore"
+)
+
+func ExampleAttach() {
+	b, err := semaphore.New("inventory", semaphore.Config{MaxConcurrentCalls: 50})
+	if err != nil {
+		panic(err)
+	}
+	cfg := adaptive.DefaultConfig() // vegas, between 1 and 200
+	cfg.MinLimit, cfg.MaxLimit, cfg.InitialLimit = 5, 100, 20
+	c, err := adaptive.Attach(b, cfg)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Detach()
+
+	// Calls go through the bulkhead as before; the controller watches them.
+	_ = b.Do(context.Background(), func(ctx context.Context) error {
+		time.Sleep(time.Millisecond) // call the inventory service here
+		return nil
+	})
+
+	s := c.State()
+	fmt.Println(s.Algorithm, s.Limit, b.Config().MaxConcurrentCalls)
+	// Output: vegas 20 20
+}

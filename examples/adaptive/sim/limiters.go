@@ -1,0 +1,62 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/adaptive"
+	"github.com/bulkhead-go/bulkhead/semaphore"
+)
+
+// bulkheadLimiter is a semaphore bulkhead, with an adaptive controller fed
+// the events the bulkhead would publish, stamped with the virtual time.
+type bulkheadLimiter struct {
+	b *semaphore.Bulkhead
+	c *adaptive.Controller
+}
+
+// Static returns a fixed limit of n: a semaphore bulkhead that fails fast.
+func Static(n int) Limiter {
+	b, err := semaphore.New("static", semaphore.Config{MaxConcurrentCalls: n})
+	if err != nil {
+		panic(err)
+	}
+	return &bulkheadLimiter{b: b}
+}
+
+// Adaptive returns a semaphore bulkhead whose limit, initially initial, an
+// adaptive controller with cfg moves, and the controller.
+func Adaptive(cfg adaptive.Config, initial int) (Limiter, *adaptive.Controller, error) {
+	b, err := semaphore.New("adaptive", semaphore.Config{MaxConcurrentCalls: initial})
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := adaptive.New(cfg, initial, func(n int) error {
+		return b.Reconfigure(semaphore.Config{MaxConcurrentCalls: n})
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &bulkheadLimiter{b: b, c: c}, c, nil
+}
+
+func (l *bulkheadLimiter) Acquire(now time.Time) bool {
+	ok := l.b.TryAcquire()
+	if l.c != nil {
+		t := bulkhead.EventRejected
+		if ok {
+			t = bulkhead.EventPermitted
+		}
+		l.c.Observe(bulkhead.Event{Type: t, Time: now})
+	}
+	return ok
+}
+
+func (l *bulkheadLimiter) Release(now time.Time, run time.Duration, err error) {
+	l.b.Release()
+	if l.c != nil {
+		l.c.Observe(bulkhead.Event{Type: bulkhead.EventFinished, Time: now, Run: run, Err: err})
+	}
+}
+
+func (l *bulkheadLimiter) Limit() int { return l.b.Config().MaxConcurrentCalls }
