@@ -334,3 +334,22 @@ func TestAttachPool(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkObserve measures the controller's own work per finished call
+// (two events: permitted and finished), without the bulkhead's.
+func BenchmarkObserve(b *testing.B) {
+	c, err := adaptive.New(adaptive.Config{MinLimit: 100, MaxLimit: 100}, 100, func(int) error { return nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	var clock atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			now := start.Add(time.Duration(clock.Add(int64(time.Microsecond))))
+			c.Observe(bulkhead.Event{Type: bulkhead.EventPermitted, Time: now})
+			c.Observe(bulkhead.Event{Type: bulkhead.EventFinished, Time: now, Run: time.Millisecond})
+		}
+	})
+}

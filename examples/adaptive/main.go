@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/bulkhead-go/bulkhead/adaptive"
 	"github.com/bulkhead-go/bulkhead/examples/adaptive/sim"
 )
 
@@ -25,38 +24,13 @@ func main() {
 // run simulates s with every limit, prints the results to w and returns
 // them.
 func run(w io.Writer, s sim.Scenario) ([]sim.Result, error) {
-	results, err := runAll(s)
+	results, err := sim.RunAll(s)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(w, "A dependency with %d slots of %v (log-normal), a queue of %d and a %v client deadline;\n",
 		s.Slots, s.Service, s.Queue, s.Timeout)
-	fmt.Fprintf(w, "static limits %v and each algorithm (vegas is the default), on a virtual clock.\n\n", statics(s))
+	fmt.Fprintf(w, "static limits %v and each algorithm (vegas is the default), on a virtual clock.\n\n", sim.Statics(s))
 	sim.Print(w, s, results)
-	return results, nil
-}
-
-// statics are the fixed limits compared: too low, right for full capacity,
-// too high.
-func statics(s sim.Scenario) []int { return []int{s.Slots / 4, s.Slots, 4 * s.Slots} }
-
-// algorithms are the adaptive configurations compared; the first is the
-// default.
-var algorithms = []string{"vegas", "gradient2", "aimd"}
-
-func runAll(s sim.Scenario) ([]sim.Result, error) {
-	var results []sim.Result
-	for _, n := range statics(s) {
-		results = append(results, sim.Run(s, fmt.Sprintf("static %d", n), sim.Static(n), nil))
-	}
-	for _, a := range algorithms {
-		cfg := adaptive.DefaultConfig()
-		cfg.Algorithm = a
-		lim, _, err := sim.Adaptive(cfg, 20)
-		if err != nil {
-			return nil, err
-		}
-		results = append(results, sim.Run(s, a, lim, nil))
-	}
 	return results, nil
 }

@@ -52,7 +52,7 @@ func best(statics []sim.Result, i int) sim.Result {
 
 func checkTargets(t *testing.T, s sim.Scenario, results []sim.Result) {
 	t.Helper()
-	n := len(statics(s))
+	n := len(sim.Statics(s))
 	static, def := results[:n], results[n]
 	if def.Name != "vegas" {
 		t.Fatalf("the default algorithm's row is %q", def.Name)

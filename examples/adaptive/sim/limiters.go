@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
@@ -40,7 +41,7 @@ func Adaptive(cfg adaptive.Config, initial int) (Limiter, *adaptive.Controller, 
 	return &bulkheadLimiter{b: b, c: c}, c, nil
 }
 
-func (l *bulkheadLimiter) Acquire(now time.Time) bool {
+func (l *bulkheadLimiter) Acquire(now time.Time) func(time.Time, time.Duration, error) {
 	ok := l.b.TryAcquire()
 	if l.c != nil {
 		t := bulkhead.EventRejected
@@ -49,10 +50,13 @@ func (l *bulkheadLimiter) Acquire(now time.Time) bool {
 		}
 		l.c.Observe(bulkhead.Event{Type: t, Time: now})
 	}
-	return ok
+	if !ok {
+		return nil
+	}
+	return l.release
 }
 
-func (l *bulkheadLimiter) Release(now time.Time, run time.Duration, err error) {
+func (l *bulkheadLimiter) release(now time.Time, run time.Duration, err error) {
 	l.b.Release()
 	if l.c != nil {
 		l.c.Observe(bulkhead.Event{Type: bulkhead.EventFinished, Time: now, Run: run, Err: err})
@@ -60,3 +64,30 @@ func (l *bulkheadLimiter) Release(now time.Time, run time.Duration, err error) {
 }
 
 func (l *bulkheadLimiter) Limit() int { return l.b.Config().MaxConcurrentCalls }
+
+// Statics returns the fixed limits compared in s: too low, right for full
+// capacity, too high.
+func Statics(s Scenario) []int { return []int{s.Slots / 4, s.Slots, 4 * s.Slots} }
+
+// Algorithms are the adaptive algorithms compared; the first is the default.
+var Algorithms = []string{"vegas", "gradient2", "aimd"}
+
+// RunAll runs s with each of Statics, named "static N", then with a
+// controller of each of Algorithms (its DefaultConfig otherwise, starting at
+// a limit of 20), named by the algorithm.
+func RunAll(s Scenario) ([]Result, error) {
+	var results []Result
+	for _, n := range Statics(s) {
+		results = append(results, Run(s, fmt.Sprintf("static %d", n), Static(n), nil))
+	}
+	for _, a := range Algorithms {
+		cfg := adaptive.DefaultConfig()
+		cfg.Algorithm = a
+		lim, _, err := Adaptive(cfg, 20)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, Run(s, a, lim, nil))
+	}
+	return results, nil
+}

@@ -66,14 +66,13 @@ func Default() Scenario {
 	}
 }
 
-// Limiter is the client's concurrency limit under test. Acquire and Release
-// are called with the virtual time.
+// Limiter is the client's concurrency limit under test. Its methods are
+// called with the virtual time.
 type Limiter interface {
-	// Acquire admits a call, or refuses it (a rejection).
-	Acquire(now time.Time) bool
-	// Release ends an admitted call that ran for run and ended with err:
+	// Acquire admits a call and returns the function that ends it, or
+	// returns nil: a rejection. The call ran for run and ended with err:
 	// nil, bulkhead.ErrOverloaded or context.DeadlineExceeded.
-	Release(now time.Time, run time.Duration, err error)
+	Acquire(now time.Time) (release func(now time.Time, run time.Duration, err error))
 	// Limit is the limit in force, for the chart.
 	Limit() int
 }
@@ -140,6 +139,7 @@ type call struct {
 	arrived time.Duration
 	phase   int
 	done    bool // the client has its answer or gave up
+	release func(time.Time, time.Duration, error)
 }
 
 type run struct {
@@ -254,7 +254,7 @@ func (r *run) phaseAt(t time.Duration) int {
 
 func (r *run) arrive() {
 	c := &call{arrived: r.now, phase: r.phaseAt(r.now)}
-	if !r.lim.Acquire(r.t()) {
+	if c.release = r.lim.Acquire(r.t()); c.release == nil {
 		r.phases[c.phase].Rejected++
 		return
 	}
@@ -298,7 +298,7 @@ func (r *run) answer(c *call, err error) {
 	default:
 		ph.TimedOut++
 	}
-	r.lim.Release(r.t(), lat, err)
+	c.release(r.t(), lat, err)
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {
