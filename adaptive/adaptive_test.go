@@ -57,7 +57,7 @@ func TestConfigValidate(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("Validate() = %v, want %q", err, tc.want)
 		}
-		if _, err := adaptive.New(c, 10, func(int) error { return nil }); err == nil || err.Error() != tc.want {
+		if _, err := adaptive.New(c, 10, func(int) error { return nil }); err == nil || err.Error() != "adaptive: "+tc.want {
 			t.Errorf("New: %v, want %q", err, tc.want)
 		}
 	}
@@ -67,6 +67,11 @@ func TestAttachRejectsOtherInstances(t *testing.T) {
 	_, err := adaptive.Attach(fakeInstance{}, adaptive.DefaultConfig())
 	if err == nil || !strings.Contains(err.Error(), "needs a *semaphore.Bulkhead or a *pool.Bulkhead, got adaptive_test.fakeInstance") {
 		t.Fatalf("Attach(fake) = %v", err)
+	}
+	b, _ := semaphore.New("payment", semaphore.DefaultConfig())
+	_, err = adaptive.Attach(b, adaptive.Config{MinLimit: 300, MaxLimit: 250})
+	if want := `adaptive: bulkhead "payment": minLimit (300) must be <= maxLimit (250)`; err == nil || err.Error() != want {
+		t.Fatalf("Attach(bad config) = %v, want %q", err, want)
 	}
 }
 

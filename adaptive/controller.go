@@ -102,7 +102,7 @@ func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("adaptive: Attach needs a *semaphore.Bulkhead or a *pool.Bulkhead, got %T", b)
 	}
 	s := b.Stats()
-	c, err := New(cfg, s.MaxConcurrentCalls, set)
+	c, err := newController(cfg, s.MaxConcurrentCalls, set)
 	if err != nil {
 		return nil, fmt.Errorf("adaptive: bulkhead %q: %w", s.Name, err)
 	}
@@ -120,6 +120,14 @@ func New(cfg Config, current int, set func(limit int) error) (*Controller, error
 	if set == nil {
 		panic("adaptive: New called with a nil set function")
 	}
+	c, err := newController(cfg, current, set)
+	if err != nil {
+		return nil, fmt.Errorf("adaptive: %w", err)
+	}
+	return c, nil
+}
+
+func newController(cfg Config, current int, set func(limit int) error) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
