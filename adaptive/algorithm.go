@@ -147,7 +147,7 @@ func (v *vegas) Update(limit float64, w Window) Decision {
 	}
 	alpha, beta := v.p.Alpha, v.p.Beta
 	if alpha == 0 {
-		alpha = max(2, 3*log10(limit))
+		alpha = 3 * log10(limit)
 	}
 	if beta == 0 {
 		beta = max(alpha+2, 6*log10(limit))

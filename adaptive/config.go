@@ -44,8 +44,8 @@ type Config struct {
 // Beta.
 type Vegas struct {
 	// Alpha and Beta are the queue sizes below which the limit grows and
-	// above which it shrinks; 0 means 3·log10(limit) and 6·log10(limit),
-	// at least 2 and 4.
+	// above which it shrinks; 0 means 3·log10(limit) and 6·log10(limit)
+	// (with log10 at least 1, so at least 3 and 6; Beta at least Alpha+2).
 	Alpha float64 `yaml:"alpha" json:"alpha"`
 	Beta  float64 `yaml:"beta" json:"beta"`
 	// NoLoadWindow is how long a no-load latency estimate is trusted

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -70,6 +71,14 @@ func checkTargets(t *testing.T, s sim.Scenario, results []sim.Result) {
 	}
 	if c := def.Phases[1].Converged; c > 5*time.Second {
 		t.Errorf("after the capacity halved the limit settled after %v, want <= 5s", c)
+	}
+	// The limit someone who measured the first phase would have set
+	// (static Slots) keeps its goodput when the capacity halves, but queues
+	// at the dependency: the default must match it with a lower p99.
+	right, d := static[1].Phases[1], def.Phases[1]
+	if static[1].Name != fmt.Sprintf("static %d", s.Slots) || d.Goodput < 0.99*right.Goodput || d.P99 >= right.P99 {
+		t.Errorf("halved: default (%.0f/s, p99 %v) is not ahead of %s (%.0f/s, p99 %v)",
+			d.Goodput, d.P99, static[1].Name, right.Goodput, right.P99)
 	}
 	before := best(static, 0)
 	for i := 1; i < len(s.Phases); i++ {
