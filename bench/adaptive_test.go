@@ -6,10 +6,16 @@ package bench
 // examples/adaptive is cmd/adaptivechart.)
 
 import (
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/adaptive"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 // pinned returns a controller config that can never move the limit away
@@ -52,4 +58,56 @@ func init() {
 			}
 		}},
 	)
+}
+
+// TestAdaptiveCost prints what a controller costs a semaphore Do, measured
+// the way separate benchmark runs cannot on a noisy machine: 300 rounds of
+// 2,000 calls of each variant, interleaved in a random order in one process,
+// reported as the median time per call. It only reports; it runs when
+// BENCH_ADAPTIVE_COST is set:
+//
+//	BENCH_ADAPTIVE_COST=1 go test -run TestAdaptiveCost -v .
+func TestAdaptiveCost(t *testing.T) {
+	if os.Getenv("BENCH_ADAPTIVE_COST") == "" {
+		t.Skip("set BENCH_ADAPTIVE_COST=1 to measure")
+	}
+	mk := func() *semaphore.Bulkhead {
+		s, err := semaphore.New("cost", semaphore.Config{MaxConcurrentCalls: bigLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	plain, subscribed, adapted := mk(), mk(), mk()
+	defer subscribed.Subscribe(func(bulkhead.Event) {})()
+	c, err := adaptive.Attach(adapted, pinned(bigLimit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Detach()
+	names := []string{"semaphore_Do", "semaphore_Do_subscribed", "semaphore_Do_adaptive"}
+	ops := []func(){semDo(plain), semDo(subscribed), semDo(adapted)}
+	const rounds, calls = 300, 2000
+	for _, goroutines := range []int{1, 2} {
+		per := make([][]time.Duration, len(ops))
+		for range rounds {
+			for _, i := range rand.Perm(len(ops)) {
+				start := time.Now()
+				var wg sync.WaitGroup
+				for range goroutines {
+					wg.Go(func() {
+						for range calls {
+							ops[i]()
+						}
+					})
+				}
+				wg.Wait()
+				per[i] = append(per[i], time.Since(start)/time.Duration(calls*goroutines))
+			}
+		}
+		for i, d := range per {
+			slices.Sort(d)
+			t.Logf("%d goroutine(s) %-24s median %v, p10 %v", goroutines, names[i], d[rounds/2], d[rounds/10])
+		}
+	}
 }
