@@ -40,14 +40,14 @@ type Window struct {
 	MaxInFlight int
 }
 
-// overloaded reports whether w shows the dependency overloaded: a drop, or
+// Overloaded reports whether w shows the dependency overloaded: a drop, or
 // more than 1% of the calls timed out (one slow call in a hundred is the
 // tail of a healthy dependency, not a sign of overload).
-func (w Window) overloaded() bool { return w.Drops > 0 || 100*w.Timeouts > w.Successes+w.Timeouts }
+func (w Window) Overloaded() bool { return w.Drops > 0 || 100*w.Timeouts > w.Successes+w.Timeouts }
 
-// limited reports whether the limit, not the offered load, bounded the calls
+// Limited reports whether the limit, not the offered load, bounded the calls
 // in w: without that, a good latency says nothing about a higher limit.
-func (w Window) limited() bool { return w.Rejected > 0 || 2*w.MaxInFlight >= w.Limit }
+func (w Window) Limited() bool { return w.Rejected > 0 || 2*w.MaxInFlight >= w.Limit }
 
 // Decision is an algorithm's answer for one window.
 type Decision struct {
@@ -93,7 +93,7 @@ func newVegas(p Vegas) *vegas {
 }
 
 func (v *vegas) Update(limit float64, w Window) Decision {
-	if w.overloaded() {
+	if w.Overloaded() {
 		v.probe, v.resume = 0, 0
 		return Decision{limit * v.p.Backoff, "drops", v.noLoad}
 	}
@@ -122,7 +122,7 @@ func (v *vegas) Update(limit float64, w Window) Decision {
 		return Decision{max(limit, v.resume), "no-load latency probed", v.noLoad}
 	}
 	stale := v.noLoad == 0 || w.End.Sub(v.noLoadAt) > v.p.NoLoadWindow
-	if !w.limited() {
+	if !w.Limited() {
 		// The limit is not what holds the calls back, so it adds no queue
 		// at the dependency: the latency is as good a no-load estimate as
 		// a probe would give.
@@ -210,13 +210,13 @@ func (g *gradient2) Update(limit float64, w Window) Decision {
 		}
 	}
 	noLoad := time.Duration(g.long)
-	if w.overloaded() {
+	if w.Overloaded() {
 		return Decision{limit * g.p.Backoff, "drops", noLoad}
 	}
 	if w.Successes == 0 {
 		return Decision{limit, "no samples", noLoad}
 	}
-	if !w.limited() {
+	if !w.Limited() {
 		return Decision{limit, "limit not reached", noLoad}
 	}
 	gradient := max(0.5, min(1, g.p.Tolerance*g.long/float64(w.MeanRun)))
@@ -251,13 +251,13 @@ func newAIMD(p AIMD) *aimd {
 
 func (a *aimd) Update(limit float64, w Window) Decision {
 	switch {
-	case w.overloaded():
+	case w.Overloaded():
 		return Decision{Limit: limit * a.p.Backoff, Reason: "drops"}
 	case a.p.SlowCall > 0 && w.MeanRun > a.p.SlowCall:
 		return Decision{Limit: limit * a.p.Backoff, Reason: "slow calls"}
 	case w.Successes == 0:
 		return Decision{Limit: limit, Reason: "no samples"}
-	case !w.limited():
+	case !w.Limited():
 		return Decision{Limit: limit, Reason: "limit not reached"}
 	}
 	return Decision{Limit: limit + a.p.Increase, Reason: "no drops"}

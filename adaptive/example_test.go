@@ -32,3 +32,28 @@ func ExampleAttach() {
 	fmt.Println(s.Algorithm, s.Limit, b.Config().MaxConcurrentCalls)
 	// Output: vegas 20 20
 }
+
+// slowStart doubles the limit while the dependency keeps up and halves it
+// when it pushes back: an Algorithm of your own.
+type slowStart struct{}
+
+func (slowStart) Update(limit float64, w adaptive.Window) adaptive.Decision {
+	switch {
+	case w.Overloaded():
+		return adaptive.Decision{Limit: limit / 2, Reason: "pushed back"}
+	case w.Limited():
+		return adaptive.Decision{Limit: limit * 2, Reason: "keeping up"}
+	}
+	return adaptive.Decision{Limit: limit, Reason: "limit not reached"}
+}
+
+func ExampleConfig_custom() {
+	b, _ := semaphore.New("search", semaphore.Config{MaxConcurrentCalls: 4})
+	c, err := adaptive.Attach(b, adaptive.Config{Custom: slowStart{}, MinLimit: 1, MaxLimit: 64})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Detach()
+	fmt.Println(c.State().Algorithm, b.Config().MaxConcurrentCalls)
+	// Output: custom 4
+}
