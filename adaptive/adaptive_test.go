@@ -358,3 +358,52 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	})
 }
+
+func TestAttachedDoDoesNotAllocate(t *testing.T) {
+	b, _ := semaphore.New("dep", semaphore.Config{MaxConcurrentCalls: 10})
+	c, err := adaptive.Attach(b, adaptive.Config{MinLimit: 10, MaxLimit: 10, Window: 100 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Detach()
+	fn := func(context.Context) error { return nil }
+	ctx := context.Background()
+	// A decision allocates the copy of the State (TestObserveDoesNotAllocate
+	// shows it amortised); the call itself must not allocate.
+	if allocs := testing.AllocsPerRun(1000, func() { _ = b.Do(ctx, fn) }); allocs != 0 {
+		t.Fatalf("%v allocations per Do with a controller attached", allocs)
+	}
+	t.Logf("%d windows decided", c.State().Windows)
+}
+
+func TestDetach(t *testing.T) {
+	b, _ := semaphore.New("dep", semaphore.Config{MaxConcurrentCalls: 10})
+	c, err := adaptive.Attach(b, adaptive.Config{MinSamples: 1, Window: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Detach()
+	c.Detach() // harmless
+	for range 100 {
+		_ = b.Do(context.Background(), func(context.Context) error { time.Sleep(10 * time.Microsecond); return nil })
+	}
+	if s := c.State(); s.Windows != 0 || b.Config().MaxConcurrentCalls != 10 {
+		t.Fatalf("after Detach: %+v, limit %d", s, b.Config().MaxConcurrentCalls)
+	}
+}
+
+func TestSetErrorIsReported(t *testing.T) {
+	closed := errors.New("pool closed")
+	f := &feeder{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c, err := adaptive.New(adaptive.Config{Algorithm: "aimd"}, 10, func(int) error { return closed })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	for range 3 {
+		f.window(40, 10, time.Millisecond, nil)
+	}
+	if s := c.State(); s.Error != "pool closed" || s.Limit != 10 || s.Changes != 0 || s.Decision != "increase" {
+		t.Fatalf("State %+v: want the error, the limit unchanged", s)
+	}
+}
