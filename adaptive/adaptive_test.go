@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/adaptive"
@@ -405,5 +406,34 @@ func TestSetErrorIsReported(t *testing.T) {
 	}
 	if s := c.State(); s.Error != "pool closed" || s.Limit != 10 || s.Changes != 0 || s.Decision != "increase" {
 		t.Fatalf("State %+v: want the error, the limit unchanged", s)
+	}
+}
+
+// TestConfigYAML decodes the block docs/adaptive.md plans for the registry.
+func TestConfigYAML(t *testing.T) {
+	const doc = `
+algorithm: vegas
+minLimit: 5
+maxLimit: 200
+window: 250ms
+vegas:
+  noLoadWindow: 30s
+  backoff: 0.8
+gradient2: {smoothing: 0.3, longWindow: 50}
+aimd: {slowCall: 2s}
+`
+	var c adaptive.Config
+	if err := yaml.Unmarshal([]byte(doc), &c); err != nil {
+		t.Fatal(err)
+	}
+	want := adaptive.Config{Algorithm: "vegas", MinLimit: 5, MaxLimit: 200, Window: 250 * time.Millisecond,
+		Vegas:     adaptive.Vegas{NoLoadWindow: 30 * time.Second, Backoff: 0.8},
+		Gradient2: adaptive.Gradient2{Smoothing: 0.3, LongWindow: 50},
+		AIMD:      adaptive.AIMD{SlowCall: 2 * time.Second}}
+	if c != want {
+		t.Fatalf("decoded %+v\nwant    %+v", c, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }
