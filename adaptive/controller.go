@@ -1,0 +1,280 @@
+package adaptive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/semaphore"
+)
+
+// Controller moves a bulkhead's limit between a minimum and a maximum from
+// what it observes of finished calls. Create one with [Attach] (or [New] for
+// a limiter of your own). It starts no goroutine: it aggregates calls as they
+// finish, without a lock or an allocation, and the call that closes a window
+// runs the algorithm and, if the whole-number limit changed, Reconfigure.
+// It owns the limit: a limit set by someone else is replaced at the
+// controller's next change. A Controller is safe for concurrent use.
+type Controller struct {
+	cfg    Config
+	alg    Algorithm
+	set    func(int) error
+	cancel func()
+
+	// The open window, updated lock-free by Observe.
+	end         atomic.Int64 // UnixNano when the window may close; 0 before the first event
+	successes   atomic.Int64
+	sumRun      atomic.Int64
+	minRun      atomic.Int64 // 0 while none
+	drops       atomic.Int64
+	timeouts    atomic.Int64
+	rejected    atomic.Int64
+	inFlight    atomic.Int64
+	maxInFlight atomic.Int64
+
+	mu    sync.Mutex // held by whoever closes a window
+	start int64      // UnixNano when the open window began
+	limit float64
+	state State
+	snap  atomic.Pointer[State] // a copy of state for State, which must not wait for mu
+}
+
+// State is a controller's state, for a status page. Durations are in
+// nanoseconds in JSON.
+type State struct {
+	// Algorithm is the algorithm's name ("custom" for Config.Custom).
+	Algorithm string `json:"algorithm"`
+	// Limit is the limit the controller last set; MinLimit and MaxLimit
+	// bound it.
+	Limit    int `json:"limit"`
+	MinLimit int `json:"minLimit"`
+	MaxLimit int `json:"maxLimit"`
+	// NoLoadLatency is the algorithm's estimate of the dependency's latency
+	// without queueing (0 if it keeps none), and Latency the mean run time
+	// of the successful calls in the last window.
+	NoLoadLatency time.Duration `json:"noLoadLatency"`
+	Latency       time.Duration `json:"latency"`
+	// Decision is "increase", "decrease" or "hold", Reason why, and
+	// DecidedAt when; all three are empty before the first window closes.
+	Decision  string    `json:"decision"`
+	Reason    string    `json:"reason"`
+	DecidedAt time.Time `json:"decidedAt"`
+	// Windows counts the windows decided, and Changes the times the limit
+	// was set.
+	Windows uint64 `json:"windows"`
+	Changes uint64 `json:"changes"`
+	// Error is the last error from setting the limit (a closed pool), or
+	// empty.
+	Error string `json:"error,omitempty"`
+}
+
+// Attach starts a controller that watches b's finished calls through
+// Subscribe and sets its limit (MaxConcurrentCalls of a *semaphore.Bulkhead,
+// MaxWorkers of a *pool.Bulkhead) through Reconfigure. It sets the initial
+// limit at once if that differs from b's. Detach stops it.
+//
+// Calls made with Acquire and Release report no run time and are not counted;
+// a semaphore Permit released with its error is.
+func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
+	var set func(int) error
+	var subscribe func(func(bulkhead.Event)) func()
+	switch b := b.(type) {
+	case *semaphore.Bulkhead:
+		set = func(n int) error {
+			c := b.Config()
+			c.MaxConcurrentCalls = n
+			return b.Reconfigure(c)
+		}
+		subscribe = b.Subscribe
+	case *pool.Bulkhead:
+		set = func(n int) error {
+			c := b.Config()
+			c.MaxWorkers = n
+			return b.Reconfigure(c)
+		}
+		subscribe = b.Subscribe
+	default:
+		return nil, fmt.Errorf("adaptive: Attach needs a *semaphore.Bulkhead or a *pool.Bulkhead, got %T", b)
+	}
+	s := b.Stats()
+	c, err := newController(cfg, s.MaxConcurrentCalls, set)
+	if err != nil {
+		return nil, fmt.Errorf("adaptive: bulkhead %q: %w", s.Name, err)
+	}
+	c.inFlight.Store(int64(s.InFlight))
+	c.cancel = subscribe(c.Observe)
+	return c, nil
+}
+
+// New returns a controller for a limiter of your own, whose limit is now
+// current: feed it every event of the limiter with Observe, and it calls set
+// with each new whole-number limit (from within Observe). It calls set at
+// once if cfg.InitialLimit, or current brought within the bounds, differs from
+// current.
+func New(cfg Config, current int, set func(limit int) error) (*Controller, error) {
+	if set == nil {
+		panic("adaptive: New called with a nil set function")
+	}
+	c, err := newController(cfg, current, set)
+	if err != nil {
+		return nil, fmt.Errorf("adaptive: %w", err)
+	}
+	return c, nil
+}
+
+func newController(cfg Config, current int, set func(limit int) error) (*Controller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d := cfg.withDefaults()
+	c := &Controller{cfg: d, alg: d.algorithm(), set: set}
+	name := d.Algorithm
+	if cfg.Custom != nil {
+		name = "custom"
+	}
+	initial := d.InitialLimit
+	if initial == 0 {
+		initial = min(max(current, d.MinLimit), d.MaxLimit)
+	}
+	c.limit = float64(initial)
+	c.state = State{Algorithm: name, Limit: current, MinLimit: d.MinLimit, MaxLimit: d.MaxLimit}
+	if initial != current {
+		if err := set(initial); err != nil {
+			return nil, fmt.Errorf("setting the initial limit %d: %w", initial, err)
+		}
+		c.state.Limit = initial
+		c.state.Changes++
+	}
+	c.publish()
+	return c, nil
+}
+
+// Detach stops the controller watching its bulkhead; the limit stays where
+// it is. Calling it again, or on a controller made with New, does nothing.
+func (c *Controller) Detach() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
+// State returns the controller's state. It does not block: a subscriber may
+// call it while the controller is setting the limit.
+func (c *Controller) State() State { return *c.snap.Load() }
+
+// Observe takes one event of the bulkhead; Attach subscribes it. Only
+// EventPermitted, EventRejected and EventFinished count; Observe ignores the
+// rest.
+func (c *Controller) Observe(e bulkhead.Event) {
+	switch e.Type {
+	case bulkhead.EventPermitted:
+		n := c.inFlight.Add(1)
+		for m := c.maxInFlight.Load(); n > m && !c.maxInFlight.CompareAndSwap(m, n); m = c.maxInFlight.Load() {
+		}
+		return
+	case bulkhead.EventRejected:
+		c.rejected.Add(1)
+		return
+	case bulkhead.EventFinished:
+	default:
+		return
+	}
+	if n := c.inFlight.Add(-1); n < 0 {
+		c.inFlight.CompareAndSwap(n, 0) // a call that began before Attach
+	}
+	switch {
+	case e.Err == nil:
+		if e.Run <= 0 {
+			return
+		}
+		c.successes.Add(1)
+		c.sumRun.Add(int64(e.Run))
+		for m := c.minRun.Load(); (m == 0 || int64(e.Run) < m) && !c.minRun.CompareAndSwap(m, int64(e.Run)); m = c.minRun.Load() {
+		}
+	case errors.Is(e.Err, bulkhead.ErrOverloaded):
+		c.drops.Add(1)
+	case errors.Is(e.Err, context.DeadlineExceeded):
+		c.timeouts.Add(1)
+	default:
+		return
+	}
+	if t := e.Time.UnixNano(); t >= c.end.Load() && c.successes.Load()+c.drops.Load()+c.timeouts.Load() >= int64(c.cfg.MinSamples) {
+		c.decide(t, e.Time)
+	}
+}
+
+// decide closes the window at t, if nobody else is, runs the algorithm and
+// sets the limit if its whole number changed.
+//
+//go:noinline
+func (c *Controller) decide(t int64, now time.Time) {
+	if !c.mu.TryLock() {
+		return
+	}
+	defer c.mu.Unlock()
+	end := c.end.Load()
+	if t < end {
+		return // another goroutine closed it first
+	}
+	n, sum, low := c.successes.Swap(0), c.sumRun.Swap(0), c.minRun.Swap(0)
+	drops, timeouts, rejected := c.drops.Swap(0), c.timeouts.Swap(0), c.rejected.Swap(0)
+	peak := c.maxInFlight.Swap(max(0, c.inFlight.Load()))
+	start := c.start
+	c.start = t
+	if end == 0 {
+		// The first window began before the controller knew the time; it
+		// only starts the clock.
+		c.end.Store(t + int64(c.cfg.Window))
+		return
+	}
+	w := Window{End: now, Duration: time.Duration(t - start), Limit: c.state.Limit,
+		Successes: int(n), MinRun: time.Duration(low), Drops: int(drops),
+		Timeouts: int(timeouts), Rejected: int(rejected), MaxInFlight: int(peak)}
+	if n > 0 {
+		w.MeanRun = time.Duration(sum / n)
+	}
+	d := c.alg.Update(c.limit, w)
+	next := min(max(d.Limit, float64(c.cfg.MinLimit)), float64(c.cfg.MaxLimit))
+	if next != next { // NaN from a custom algorithm
+		next = c.limit
+	}
+	s := &c.state
+	switch {
+	case int(next) > s.Limit:
+		s.Decision = "increase"
+	case int(next) < s.Limit:
+		s.Decision = "decrease"
+	default:
+		s.Decision = "hold"
+	}
+	s.Reason, s.DecidedAt, s.NoLoadLatency = d.Reason, now, d.NoLoad
+	if n > 0 {
+		s.Latency = w.MeanRun
+	}
+	s.Windows++
+	c.limit = next
+	if int(next) != s.Limit {
+		if err := c.set(int(next)); err != nil {
+			s.Error = err.Error()
+		} else {
+			s.Limit = int(next)
+			s.Changes++
+			s.Error = ""
+		}
+	}
+	c.publish()
+	// A window lasts at least two mean run times, so that most of its calls
+	// began under the limit it judges.
+	c.end.Store(t + max(int64(c.cfg.Window), 2*int64(w.MeanRun)))
+}
+
+// publish makes the state visible to State. c.mu must be held (or c not yet
+// shared).
+func (c *Controller) publish() {
+	s := c.state
+	c.snap.Store(&s)
+}
