@@ -124,7 +124,7 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 	}, []string{"name", "kind", "outcome"})
 	c.run = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    prefix + "run_duration_seconds",
-		Help:    "How long finished calls ran, for calls the bulkhead ran itself (Do, Execute, pool tasks).",
+		Help:    "How long finished calls ran, for calls the bulkhead ran itself (Do, Execute, Transport, pool tasks).",
 		Buckets: buckets,
 	}, labels)
 	c.series.Store(&map[key]*histograms{})
