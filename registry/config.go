@@ -324,12 +324,21 @@ var poolKind = &kindDesc[PoolSpec, pool.Config]{
 	},
 }
 
+// fieldKeys maps each kind's Spec field names to their Spring keys.
+var fieldKeys = map[bulkhead.Kind]map[string]string{bulkhead.Semaphore: {}, bulkhead.Pool: {}}
+
 func init() {
 	for _, f := range semaphoreKind.fields {
 		semaphoreKind.validKeys = append(semaphoreKind.validKeys, f.key)
+		if f.name != "" {
+			fieldKeys[bulkhead.Semaphore][f.name] = f.key
+		}
 	}
 	for _, f := range poolKind.fields {
 		poolKind.validKeys = append(poolKind.validKeys, f.key)
+		if f.name != "" {
+			fieldKeys[bulkhead.Pool][f.name] = f.key
+		}
 	}
 }
 

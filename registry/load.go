@@ -144,21 +144,8 @@ func (ld *loader) locate(sec section, name, field string) (int, string, string) 
 
 // springKey is the Spring key of a Spec field, for messages.
 func springKey(k bulkhead.Kind, field string) string {
-	var keys []string
-	var names []string
-	if k == bulkhead.Semaphore {
-		for _, f := range semaphoreKind.fields {
-			keys, names = append(keys, f.key), append(names, f.name)
-		}
-	} else {
-		for _, f := range poolKind.fields {
-			keys, names = append(keys, f.key), append(names, f.name)
-		}
-	}
-	for i, n := range names {
-		if n == field && n != "" {
-			return keys[i]
-		}
+	if key := fieldKeys[k][field]; key != "" {
+		return key
 	}
 	return field
 }
