@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -219,7 +220,8 @@ type kindDesc[S, C any] struct {
 	defaults  func() C
 	validate  func(C) error
 	finalize  func(s S, c C, l *errList, loc locator, sec section, name string)
-	validKeys []string
+	validKeys []string       // the Spring keys, for suggestions
+	index     map[string]int // normalized key or alias -> field
 }
 
 func pick[T any](v, base *T) *T {
@@ -328,16 +330,19 @@ var poolKind = &kindDesc[PoolSpec, pool.Config]{
 var fieldKeys = map[bulkhead.Kind]map[string]string{bulkhead.Semaphore: {}, bulkhead.Pool: {}}
 
 func init() {
-	for _, f := range semaphoreKind.fields {
-		semaphoreKind.validKeys = append(semaphoreKind.validKeys, f.key)
-		if f.name != "" {
-			fieldKeys[bulkhead.Semaphore][f.name] = f.key
+	semaphoreKind.init()
+	poolKind.init()
+}
+
+func (d *kindDesc[S, C]) init() {
+	d.index = map[string]int{}
+	for i, f := range d.fields {
+		d.validKeys = append(d.validKeys, f.key)
+		for _, k := range append([]string{f.key}, f.alias...) {
+			d.index[normalize(k)] = i
 		}
-	}
-	for _, f := range poolKind.fields {
-		poolKind.validKeys = append(poolKind.validKeys, f.key)
 		if f.name != "" {
-			fieldKeys[bulkhead.Pool][f.name] = f.key
+			fieldKeys[d.kind][f.name] = f.key
 		}
 	}
 }
@@ -408,14 +413,15 @@ func (d *kindDesc[S, C]) compile(c Config, l *errList, loc locator) resolved[S] 
 			d.check(m[name], l, loc, sec, name)
 		}
 	}
-	res := d.resolve(configs, l, loc)
+	names := sync.OnceValue(func() string { return known(configs) }) // once: it sorts
+	res := d.resolve(configs, names, l, loc)
 	sec := section{d.kind, false}
 	for _, name := range sortedKeys(instances) {
 		s := instances[name]
 		if b := d.base(s); b != "" {
 			if _, ok := configs[b]; !ok {
 				line, path, key := loc.locate(sec, name, "BaseConfig")
-				l.add(line, path, "%s %q: %s names %q, which is not a known config (known: %s)", sec, name, key, b, known(configs))
+				l.add(line, path, "%s %q: %s names %q, which is not a known config (known: %s)", sec, name, key, b, names())
 				continue
 			}
 			if _, ok := res[b]; !ok {
@@ -469,7 +475,7 @@ func (d *kindDesc[S, C]) check(s S, l *errList, loc locator, sec section, name s
 // so that the work is linear in the number of configurations however long
 // the chains. Configurations on a cycle or naming an unknown base are
 // reported and left out.
-func (d *kindDesc[S, C]) resolve(configs map[string]S, l *errList, loc locator) resolved[S] {
+func (d *kindDesc[S, C]) resolve(configs map[string]S, names func() string, l *errList, loc locator) resolved[S] {
 	res := make(resolved[S], len(configs))
 	const (
 		unseen = iota
@@ -520,7 +526,7 @@ func (d *kindDesc[S, C]) resolve(configs map[string]S, l *errList, loc locator) 
 		default: // unknown name
 			last := path[len(path)-1]
 			line, p, key := loc.locate(sec, last, "BaseConfig")
-			l.add(line, p, "%s %q: %s names %q, which is not a known config (known: %s)", sec, last, key, cur, known(configs))
+			l.add(line, p, "%s %q: %s names %q, which is not a known config (known: %s)", sec, last, key, cur, names())
 			ok = false
 		}
 		for i := len(path) - 1; i >= 0; i-- {

@@ -377,8 +377,8 @@ func (d *kindDesc[S, C]) readSpec(ld *loader, n *yaml.Node, epath string, sec se
 			break
 		}
 		nk := normalize(p.key)
-		i := d.fieldIndex(nk)
-		if i < 0 {
+		i, ok := d.index[nk]
+		if !ok {
 			ld.l.add(p.k.Line, epath+"."+p.key, "%s: unknown key %q%s%s", what, p.key, origin(p), suggest(nk, d.validKeys))
 			continue
 		}
@@ -402,20 +402,6 @@ func (d *kindDesc[S, C]) readSpec(ld *loader, n *yaml.Node, epath string, sec se
 		f.read(&value{ld: ld, n: v, path: path, what: what, key: p.key}, &s)
 	}
 	return s
-}
-
-func (d *kindDesc[S, C]) fieldIndex(nk string) int {
-	for i, f := range d.fields {
-		if normalize(f.key) == nk {
-			return i
-		}
-		for _, a := range f.alias {
-			if normalize(a) == nk {
-				return i
-			}
-		}
-	}
-	return -1
 }
 
 // value is a field's YAML value, read with errors that name it.
