@@ -241,25 +241,25 @@ func (ld *loader) collect(n *yaml.Node, path, what string, out *[]pair, seen map
 	for _, m := range merges {
 		if depth >= maxMergeDepth {
 			ld.l.add(m.Line, path, "%s: merge keys (<<) nest more than %d deep", what, maxMergeDepth)
+			ld.visits = -2 // stop reading: the error says why
 			return
 		}
-		m = ld.deref(m, path)
-		if m == nil {
+		if m = ld.deref(m, path); m == nil {
 			return
 		}
 		srcs := []*yaml.Node{m}
 		if m.Kind == yaml.SequenceNode {
-			srcs = m.Content
+			srcs = m.Content // a list of mappings
 		}
-		for _, s := range srcs {
-			if s = ld.deref(s, path); s == nil {
+		for _, src := range srcs {
+			if src = ld.deref(src, path); src == nil {
 				return
 			}
-			if s.Kind != yaml.MappingNode {
-				ld.l.add(s.Line, path, "%s: a merge key (<<) must name a mapping or a list of mappings", what)
+			if src.Kind != yaml.MappingNode {
+				ld.l.add(src.Line, path, "%s: a merge key (<<) must name a mapping or a list of mappings", what)
 				return
 			}
-			ld.collect(s, path, what, out, seen, true, depth+1)
+			ld.collect(src, path, what, out, seen, true, depth+1)
 		}
 	}
 }

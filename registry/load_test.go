@@ -2,6 +2,7 @@ package registry
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -456,6 +457,14 @@ func TestLoadErrors(t *testing.T) {
 		{"top level list", "- a\n", []string{"the top level of the file must be a mapping"}},
 		{"empty base", "bulkhead:\n  instances:\n    a: {baseConfig: ''}\n", []string{`baseConfig must name a config, got ""`}},
 		{"buffer too big", "bulkhead:\n  instances:\n    a: {eventConsumerBufferSize: 10001}\n", []string{"eventConsumerBufferSize must be between 0 and 10000, got 10001"}},
+		{"merges nested too deep", func() string {
+			var b strings.Builder
+			b.WriteString("m0: &m0 {maxConcurrentCalls: 1}\n")
+			for i := 1; i <= 40; i++ {
+				fmt.Fprintf(&b, "m%d: &m%d {<<: *m%d}\n", i, i, i-1)
+			}
+			return b.String() + "bulkhead: {instances: {a: *m40}}\n"
+		}(), []string{`semaphore instance "a": merge keys (<<) nest more than 32 deep`}},
 		{"merge of scalar", "bulkhead:\n  instances:\n    a: {<<: 3}\n", []string{"a merge key (<<) must name a mapping"}},
 		{"dotted below the section", "resilience4j.bulkhead.instances.payment.maxConcurrentCalls: 2\n",
 			[]string{`key "resilience4j.bulkhead.instances.payment.maxConcurrentCalls": dotted keys are read down to the section only`}},
