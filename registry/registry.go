@@ -376,10 +376,7 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 	e, ok := r.entries[key{k, name}]
 	if ok {
 		delete(r.entries, e.key)
-		if e.unsub != nil {
-			e.unsub()
-			e.unsub = nil
-		}
+		e.stopListening()
 		r.enqueueLocked(EntryRemoved, e)
 	}
 	r.mu.Unlock()
@@ -595,10 +592,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	// Stop listening only now, so that the events of tasks Close ended
 	// are still seen.
 	for _, e := range r.entries {
-		if e.unsub != nil {
-			e.unsub()
-			e.unsub = nil
-		}
+		e.stopListening()
 	}
 	r.closeErr = err
 	close(r.closeDone)
@@ -657,11 +651,17 @@ func (r *Registry) releaseLocked() {
 	r.listeners--
 	if r.listeners == 0 {
 		for _, e := range r.entries {
-			if e.unsub != nil {
-				e.unsub()
-				e.unsub = nil
-			}
+			e.stopListening()
 		}
+	}
+}
+
+// stopListening ends the registry's subscription to e's events. r.mu must
+// be held.
+func (e *entry) stopListening() {
+	if e.unsub != nil {
+		e.unsub()
+		e.unsub = nil
 	}
 }
 
