@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -147,7 +148,7 @@ func TestCollectorFollowsRegistry(t *testing.T) {
 	if n := count(); n != 1 {
 		t.Fatalf("%d series after adding one, want 1", n)
 	}
-	r.Remove("late")
+	r.Remove(bulkhead.Semaphore, "late")
 	if n := count(); n != 0 {
 		t.Fatalf("%d series after Remove, want 0", n)
 	}
@@ -258,7 +259,7 @@ func TestCollectorHistograms(t *testing.T) {
 					name = l.GetValue()
 				}
 			}
-			counts[mf.GetName()+"/"+name] = m.GetHistogram().GetSampleCount()
+			counts[mf.GetName()+"/"+name] += m.GetHistogram().GetSampleCount()
 		}
 	}
 	want := map[string]uint64{
@@ -271,6 +272,26 @@ func TestCollectorHistograms(t *testing.T) {
 		}
 	}
 	unregister()
+}
+
+// seriesOf counts the histogram series of bulkhead name, empty ones too.
+func seriesOf(t *testing.T, reg prometheus.Gatherer, name string) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if mf.GetType().String() == "HISTOGRAM" && l.GetName() == "name" && l.GetValue() == name {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // histSeries counts the histogram series of bulkhead name, by metric and
@@ -296,7 +317,7 @@ func histSeries(t *testing.T, reg prometheus.Gatherer, name string) map[string]u
 					outcome = l.GetValue()
 				}
 			}
-			if n == name {
+			if n == name && m.GetHistogram().GetSampleCount() > 0 {
 				out[mf.GetName()+"/"+outcome] = m.GetHistogram().GetSampleCount()
 			}
 		}
@@ -317,8 +338,8 @@ func TestHistogramSeriesDeletedOnRemove(t *testing.T) {
 	if got := histSeries(t, reg, "payment"); len(got) != 2 {
 		t.Fatalf("payment's histogram series %v, want wait and run", got)
 	}
-	r.Remove("payment")
-	if got := histSeries(t, reg, "payment"); len(got) != 0 {
+	r.Remove(bulkhead.Semaphore, "payment")
+	if got := seriesOf(t, reg, "payment"); got != 0 {
 		t.Fatalf("after Remove: %v, want none", got)
 	}
 	// A new bulkhead of the same name starts from zero.
@@ -355,11 +376,11 @@ func TestHistogramNotResurrectedAfterRemove(t *testing.T) {
 		_ = s.Do(context.Background(), func(context.Context) error { return nil })
 	}()
 	<-inFn
-	r.Remove("x")
+	r.Remove(bulkhead.Semaphore, "x")
 	close(goOn)
 	<-done
-	if got := histSeries(t, reg, "x"); len(got) != 0 {
-		t.Fatalf("x was removed, yet its series %v are exported", got)
+	if got := seriesOf(t, reg, "x"); got != 0 {
+		t.Fatalf("x was removed, yet %d of its series are exported", got)
 	}
 }
 
@@ -426,7 +447,7 @@ func TestUnregisterReleasesSubscription(t *testing.T) {
 	listening := func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return r.listeners > 0 || r.entries["payment"].unsub != nil || r.calls.Active()
+		return r.listeners > 0 || r.entries[key{bulkhead.Semaphore, "payment"}].unsub != nil || r.calls.Active()
 	}
 	reg := prometheus.NewPedanticRegistry()
 	unregister, err := r.RegisterMetrics(reg, MetricsOptions{Histograms: true})
@@ -447,14 +468,72 @@ func TestUnregisterReleasesSubscription(t *testing.T) {
 		t.Errorf("%d series after unregister", n)
 	}
 
-	c := NewCollector(r, MetricsOptions{Histograms: true})
-	if !listening() {
-		t.Fatal("NewCollector with histograms does not listen")
+	unregister() // harmless
+}
+
+// TestObserveAllocatesNothing: the histograms' per-event path (on every
+// guarded call) takes no lock and allocates nothing once a bulkhead's
+// series exist.
+func TestObserveAllocatesNothing(t *testing.T) {
+	r := newTestRegistry(t, metricsYAML)
+	c, err := newCollector(r, MetricsOptions{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	c.Close()
-	c.Close() // harmless
-	if listening() {
-		t.Fatal("still listening after Collector.Close")
+	events := []bulkhead.Event{
+		{Name: "payment", Kind: bulkhead.Semaphore, Type: bulkhead.EventPermitted, Wait: 1},
+		{Name: "payment", Kind: bulkhead.Semaphore, Type: bulkhead.EventFinished, Run: 2},
+		{Name: "payment", Kind: bulkhead.Semaphore, Type: bulkhead.EventCancelled, Wait: 3},
+	}
+	for _, e := range events {
+		c.observe(e)
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		for _, e := range events {
+			c.observe(e)
+		}
+	}); a != 0 {
+		t.Errorf("%v allocations per event batch, want 0", a)
+	}
+}
+
+// TestBucketsMustIncrease: buckets that do not strictly increase would
+// make the histograms fail at every scrape; they are refused up front.
+func TestBucketsMustIncrease(t *testing.T) {
+	r := newTestRegistry(t, metricsYAML)
+	for _, b := range [][]float64{{1, 1}, {0.5, 0.1}} {
+		_, err := r.RegisterMetrics(prometheus.NewPedanticRegistry(), MetricsOptions{Histograms: true, Buckets: b})
+		if err == nil || !strings.Contains(err.Error(), "Buckets must be strictly increasing") {
+			t.Errorf("buckets %v: %v", b, err)
+		}
+	}
+}
+
+// TestMetricsTellKindsApart: a semaphore and a pool of one name are two
+// series, told apart by the kind label.
+func TestMetricsTellKindsApart(t *testing.T) {
+	r := newTestRegistry(t, "bulkhead:\n  instances: {x: {maxConcurrentCalls: 3}}\nthread-pool-bulkhead:\n  instances: {x: {maxWorkers: 2}}\n")
+	reg := prometheus.NewPedanticRegistry()
+	unregister, err := r.RegisterMetrics(reg, MetricsOptions{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	const want = `
+# HELP bulkhead_max_allowed_concurrent_calls The limit in force: permits (semaphore) or workers (pool).
+# TYPE bulkhead_max_allowed_concurrent_calls gauge
+bulkhead_max_allowed_concurrent_calls{kind="pool",name="x"} 2
+bulkhead_max_allowed_concurrent_calls{kind="semaphore",name="x"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "bulkhead_max_allowed_concurrent_calls"); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := r.Semaphore("x")
+	_ = s.Do(context.Background(), func(context.Context) error { return nil })
+	p, _ := r.Remove(bulkhead.Pool, "x")
+	_ = p.(*pool.Bulkhead).Close(context.Background())
+	if got := histSeries(t, reg, "x"); len(got) != 2 {
+		t.Fatalf("removing the pool x touched the semaphore x's histograms: %v", got)
 	}
 }
 
@@ -471,10 +550,10 @@ func TestCollectInvalidNameKeepsOthers(t *testing.T) {
 		t.Skipf("semaphore.New refuses the name: %v", err)
 	}
 	r.mu.Lock()
-	r.entries[b.Name()] = &entry{name: b.Name(), kind: bulkhead.Semaphore, sem: b}
+	r.entries[key{bulkhead.Semaphore, b.Name()}] = &entry{key: key{bulkhead.Semaphore, b.Name()}, b: b}
 	r.mu.Unlock()
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(NewCollector(r, MetricsOptions{})); err != nil {
+	if _, err := r.RegisterMetrics(reg, MetricsOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	mfs, err := reg.Gather()

@@ -6,98 +6,92 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
-// MaxLimit is the largest MaxConcurrentCalls, MaxWorkers or QueueCapacity a
-// configuration may set: semaphore.MaxLimit, which equals pool.MaxLimit.
-// Anything larger is almost certainly a typo and is refused.
-const MaxLimit = semaphore.MaxLimit
-
-// The registry checks both kinds against one limit: these array lengths
-// would be negative, and the package would not compile, if semaphore.MaxLimit
-// and pool.MaxLimit ever differed.
-var (
-	_ [semaphore.MaxLimit - pool.MaxLimit]struct{}
-	_ [pool.MaxLimit - semaphore.MaxLimit]struct{}
-)
-
-// MaxEventBufferSize is the largest EventBufferSize a configuration may set.
-const MaxEventBufferSize = 10000
-
-// DefaultConfigName is the shared configuration that applies to every
-// instance of its kind that names no BaseConfig.
-const DefaultConfigName = "default"
-
-// DefaultEventBufferSize is how many recent events [Registry.Handler] keeps
-// per instance when its configuration does not set EventBufferSize
-// (Spring's eventConsumerBufferSize default).
-const DefaultEventBufferSize = 100
-
-// Config is a registry's configuration, for both kinds of bulkhead. It is a
-// plain value: build it in code, or read it from YAML with [Load].
+// Config is a registry's configuration. It is a plain value: build it in
+// code, or read it from YAML with [Load].
 //
-// SemaphoreConfigs and PoolConfigs hold shared named configurations; the one
-// named "default" applies to every instance of that kind that names no
-// BaseConfig, including instances asked for by name but not listed.
-// Semaphores and Pools hold the instances, which [New] creates.
+// The two kinds are two namespaces, as in Resilience4j: a name may be a
+// semaphore and a pool at once, and they are two bulkheads. In each kind,
+// the shared configuration named "default" applies to every instance and
+// every other shared configuration that names no BaseConfig (as Spring does
+// since Resilience4j 2.0.1), including instances asked for by name but not
+// listed.
 //
-// A field left nil is unset and is inherited: an instance's own value wins,
-// then its BaseConfig's, then that config's BaseConfig's, and so on; an
-// instance without BaseConfig inherits from "default" instead; whatever is
-// still unset takes semaphore.DefaultConfig() or pool.DefaultConfig().
+// A field left nil is unset and is inherited: an entry's own value wins,
+// then its BaseConfig's (or "default"'s), and so on up the chain; whatever
+// is still unset takes semaphore.DefaultConfig() or pool.DefaultConfig().
 type Config struct {
 	// SemaphoreConfigs are shared semaphore configurations by name
 	// (Spring's resilience4j.bulkhead.configs).
 	SemaphoreConfigs map[string]SemaphoreSpec
 	// Semaphores are the semaphore bulkheads by name
-	// (resilience4j.bulkhead.instances).
+	// (resilience4j.bulkhead.instances), which New creates.
 	Semaphores map[string]SemaphoreSpec
 	// PoolConfigs are shared pool configurations by name
 	// (resilience4j.thread-pool-bulkhead.configs).
 	PoolConfigs map[string]PoolSpec
 	// Pools are the pool bulkheads by name
-	// (resilience4j.thread-pool-bulkhead.instances).
+	// (resilience4j.thread-pool-bulkhead.instances), which New creates.
 	Pools map[string]PoolSpec
+
+	// Strict makes Registry.Semaphore and Registry.Pool fail with
+	// [ErrNotConfigured] for a name this configuration does not list,
+	// instead of creating it from "default".
+	Strict bool
+	// RecordEvents makes every bulkhead keep its last events (its
+	// EventBufferSize, 100 by default) for [Registry.Handler]. With it off
+	// the status page shows no events and calls build none for it.
+	RecordEvents bool
+
+	// Warnings are what Load accepted but the registry does not do as
+	// Spring would (a coreThreadPoolSize with no maxThreadPoolSize). New
+	// and Validate ignore them.
+	Warnings []string
 }
 
 // SemaphoreSpec configures a semaphore bulkhead or a shared semaphore
 // configuration. Nil fields are unset and inherited (see [Config]).
 type SemaphoreSpec struct {
-	// BaseConfig names the entry of Config.SemaphoreConfigs this one
-	// inherits from; empty means "default" for an instance and nothing for
-	// a shared configuration.
+	// BaseConfig names the shared configuration this one inherits from;
+	// empty means "default" (for "default" itself: nothing).
 	BaseConfig string
-	// MaxConcurrentCalls is semaphore.Config.MaxConcurrentCalls, 1 to MaxLimit.
+	// MaxConcurrentCalls is semaphore.Config.MaxConcurrentCalls.
 	MaxConcurrentCalls *int
-	// MaxWaitDuration is semaphore.Config.MaxWaitDuration, >= 0.
+	// MaxWaitDuration is semaphore.Config.MaxWaitDuration.
 	MaxWaitDuration *time.Duration
-	// EventBufferSize is how many recent events Handler shows for the
-	// instance, 0 to MaxEventBufferSize; unset means DefaultEventBufferSize.
+	// EventBufferSize is how many recent events the status page keeps for
+	// the instance when Config.RecordEvents is on, 0 to 10000; unset
+	// means 100 (Spring's eventConsumerBufferSize).
 	EventBufferSize *int
 }
 
 // PoolSpec configures a pool bulkhead or a shared pool configuration. Nil
 // fields are unset and inherited (see [Config]).
 type PoolSpec struct {
-	// BaseConfig names the entry of Config.PoolConfigs this one inherits
-	// from; empty means "default" for an instance and nothing for a shared
-	// configuration.
+	// BaseConfig names the shared configuration this one inherits from;
+	// empty means "default" (for "default" itself: nothing).
 	BaseConfig string
-	// MaxWorkers is pool.Config.MaxWorkers, 1 to MaxLimit.
+	// MaxWorkers is pool.Config.MaxWorkers (Spring's maxThreadPoolSize).
 	MaxWorkers *int
-	// QueueCapacity is pool.Config.QueueCapacity, 0 to MaxLimit.
+	// CoreWorkers is Spring's coreThreadPoolSize. A Go pool starts workers
+	// on demand up to MaxWorkers, so it has no effect; one above MaxWorkers
+	// is refused, as Spring refuses it.
+	CoreWorkers *int
+	// QueueCapacity is pool.Config.QueueCapacity.
 	QueueCapacity *int
-	// MaxWaitDuration is pool.Config.MaxWaitDuration, >= 0.
-	MaxWaitDuration *time.Duration
-	// KeepAlive is pool.Config.KeepAlive, >= 0.
+	// QueueTimeout is pool.Config.QueueTimeout (YAML: maxWaitDuration).
+	QueueTimeout *time.Duration
+	// KeepAlive is pool.Config.KeepAlive (Spring's keepAliveDuration).
 	KeepAlive *time.Duration
-	// EventBufferSize is how many recent events Handler shows for the
-	// instance, 0 to MaxEventBufferSize; unset means DefaultEventBufferSize.
+	// EventBufferSize is as in [SemaphoreSpec].
 	EventBufferSize *int
 }
 
@@ -117,7 +111,7 @@ type ConfigError struct {
 	Msg string
 }
 
-// Error returns the message with its line and path.
+// Error returns the message with its file, line and path.
 func (e *ConfigError) Error() string {
 	var b strings.Builder
 	b.WriteString("registry: ")
@@ -131,18 +125,24 @@ func (e *ConfigError) Error() string {
 	}
 	b.WriteString(e.Msg)
 	if e.Path != "" {
-		b.WriteString(" (at ")
-		b.WriteString(e.Path)
-		b.WriteString(")")
+		b.WriteString(" (at " + e.Path + ")")
 	}
 	return b.String()
 }
 
-// maxErrors bounds how many problems one Load or Validate reports.
-const maxErrors = 20
+const (
+	defaultName     = "default"
+	defaultBuffer   = 100   // Spring's eventConsumerBufferSize default
+	maxBuffer       = 10000 // the largest EventBufferSize
+	maxErrors       = 20    // problems one Load or Validate reports at most
+	maxReportedName = 10    // known names listed in an error
+)
 
-// errList collects ConfigErrors up to maxErrors.
-type errList struct{ errs []error }
+// errList collects ConfigErrors up to maxErrors, and warnings.
+type errList struct {
+	errs  []error
+	warns []string
+}
 
 func (l *errList) add(line int, path, format string, args ...any) {
 	if len(l.errs) >= maxErrors {
@@ -150,8 +150,8 @@ func (l *errList) add(line int, path, format string, args ...any) {
 	}
 	e := &ConfigError{Line: line, Path: path, Msg: fmt.Sprintf(format, args...)}
 	for _, old := range l.errs {
-		if o, ok := old.(*ConfigError); ok && *o == *e {
-			return // one broken reference seen from several entries
+		if *old.(*ConfigError) == *e {
+			return
 		}
 	}
 	l.errs = append(l.errs, e)
@@ -159,53 +159,390 @@ func (l *errList) add(line int, path, format string, args ...any) {
 
 func (l *errList) full() bool { return len(l.errs) >= maxErrors }
 
-func (l *errList) err() error {
-	if len(l.errs) == 0 {
-		return nil
+// section is one of the four maps of a Config.
+type section struct {
+	kind   bulkhead.Kind
+	shared bool
+}
+
+// String names the section for messages: "semaphore instance".
+func (s section) String() string {
+	if s.shared {
+		return s.kind.String() + " config"
 	}
-	return errors.Join(l.errs...)
+	return s.kind.String() + " instance"
 }
 
-// Validate checks every value, every BaseConfig reference (unknown names
-// and cycles are errors) and that no name is both a semaphore and a pool
-// instance. The error joins one [*ConfigError] per problem.
-func (c Config) Validate() error {
-	var l errList
-	c.validate(&l, goLocator{})
-	return l.err()
+// goName is the Config field of the section.
+func (s section) goName() string {
+	n := map[bulkhead.Kind]string{bulkhead.Semaphore: "Semaphore", bulkhead.Pool: "Pool"}[s.kind]
+	if s.shared {
+		return n + "Configs"
+	}
+	return n + "s"
 }
 
-// locator tells where an entry or field of a Config came from, for errors.
+// locator tells where an entry's field came from, for errors: the line,
+// the path and the key as written ("" field: the entry itself).
 type locator interface {
-	// entry locates field (a Go field name, or "" for the entry itself) of
-	// entry name in section sec ("Semaphores", "SemaphoreConfigs", ...),
-	// returning the line, the path and the spelling of the field to show.
-	entry(sec, name, field string) (line int, path, fieldName string)
+	locate(sec section, name, field string) (line int, path, key string)
 }
 
-// goLocator describes Go values built in code.
+// goLocator describes values built in code.
 type goLocator struct{}
 
-func (goLocator) entry(sec, name, field string) (int, string, string) {
-	p := sec + "[" + strconv.Quote(name) + "]"
+func (goLocator) locate(sec section, name, field string) (int, string, string) {
+	p := sec.goName() + "[" + strconv.Quote(name) + "]"
 	if field != "" {
 		p += "." + field
 	}
 	return 0, p, field
 }
 
-// what names an entry for messages: `semaphore instance "payment"`.
-func what(sec, name string) string {
-	switch sec {
-	case "Semaphores":
-		return "semaphore instance " + strconv.Quote(name)
-	case "SemaphoreConfigs":
-		return "semaphore config " + strconv.Quote(name)
-	case "Pools":
-		return "pool instance " + strconv.Quote(name)
-	default:
-		return "pool config " + strconv.Quote(name)
+// field is one setting of a kind: how Load reads it and how it reaches the
+// bulkhead's own Config.
+type field[S, C any] struct {
+	key   string   // Spring's key, for messages
+	alias []string // other keys accepted for it
+	name  string   // the Spec field, "" for keys accepted without effect
+	read  func(v *value, s *S)
+	apply func(s S, c *C) bool // copies the value into c if set
+}
+
+// kindDesc is everything that differs between the two kinds.
+type kindDesc[S, C any] struct {
+	kind      bulkhead.Kind
+	ptr       func(c *Config, shared bool) *map[string]S
+	fields    []field[S, C]
+	base      func(S) string
+	over      func(s, base S) S // s's set fields over base's
+	buffer    func(S) *int
+	defaults  func() C
+	validate  func(C) error
+	finalize  func(s S, c C, l *errList, loc locator, sec section, name string)
+	validKeys []string       // the Spring keys, for suggestions
+	index     map[string]int // normalized key or alias -> field
+}
+
+func pick[T any](v, base *T) *T {
+	if v != nil {
+		return v
 	}
+	return base
+}
+
+var semaphoreKind = &kindDesc[SemaphoreSpec, semaphore.Config]{
+	kind: bulkhead.Semaphore,
+	ptr: func(c *Config, shared bool) *map[string]SemaphoreSpec {
+		if shared {
+			return &c.SemaphoreConfigs
+		}
+		return &c.Semaphores
+	},
+	fields: []field[SemaphoreSpec, semaphore.Config]{
+		{key: "maxConcurrentCalls", alias: []string{"maxConcurrentCall"}, name: "MaxConcurrentCalls",
+			read: func(v *value, s *SemaphoreSpec) { s.MaxConcurrentCalls = v.integer() },
+			apply: func(s SemaphoreSpec, c *semaphore.Config) bool {
+				return copyTo(s.MaxConcurrentCalls, &c.MaxConcurrentCalls)
+			}},
+		{key: "maxWaitDuration", alias: []string{"maxWaitTime"}, name: "MaxWaitDuration",
+			read:  func(v *value, s *SemaphoreSpec) { s.MaxWaitDuration = v.duration() },
+			apply: func(s SemaphoreSpec, c *semaphore.Config) bool { return copyTo(s.MaxWaitDuration, &c.MaxWaitDuration) }},
+		{key: "baseConfig", name: "BaseConfig", read: func(v *value, s *SemaphoreSpec) { s.BaseConfig = v.name() }},
+		{key: "eventConsumerBufferSize", name: "EventBufferSize", read: func(v *value, s *SemaphoreSpec) { s.EventBufferSize = v.integer() }},
+		{key: "writableStackTraceEnabled"},
+		{key: "fairCallHandlingEnabled"},
+		{key: "tags"},
+	},
+	base: func(s SemaphoreSpec) string { return s.BaseConfig },
+	over: func(s, b SemaphoreSpec) SemaphoreSpec {
+		b.MaxConcurrentCalls = pick(s.MaxConcurrentCalls, b.MaxConcurrentCalls)
+		b.MaxWaitDuration = pick(s.MaxWaitDuration, b.MaxWaitDuration)
+		b.EventBufferSize = pick(s.EventBufferSize, b.EventBufferSize)
+		b.BaseConfig = s.BaseConfig
+		return b
+	},
+	buffer:   func(s SemaphoreSpec) *int { return s.EventBufferSize },
+	defaults: semaphore.DefaultConfig,
+	validate: semaphore.Config.Validate,
+}
+
+var poolKind = &kindDesc[PoolSpec, pool.Config]{
+	kind: bulkhead.Pool,
+	ptr: func(c *Config, shared bool) *map[string]PoolSpec {
+		if shared {
+			return &c.PoolConfigs
+		}
+		return &c.Pools
+	},
+	fields: []field[PoolSpec, pool.Config]{
+		{key: "maxThreadPoolSize", alias: []string{"maxWorkers"}, name: "MaxWorkers",
+			read:  func(v *value, s *PoolSpec) { s.MaxWorkers = v.integer() },
+			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.MaxWorkers, &c.MaxWorkers) }},
+		{key: "coreThreadPoolSize", name: "CoreWorkers", read: func(v *value, s *PoolSpec) { s.CoreWorkers = v.integer() }},
+		{key: "queueCapacity", name: "QueueCapacity",
+			read:  func(v *value, s *PoolSpec) { s.QueueCapacity = v.integer() },
+			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.QueueCapacity, &c.QueueCapacity) }},
+		{key: "maxWaitDuration", alias: []string{"queueTimeout"}, name: "QueueTimeout",
+			read:  func(v *value, s *PoolSpec) { s.QueueTimeout = v.duration() },
+			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.QueueTimeout, &c.QueueTimeout) }},
+		{key: "keepAliveDuration", alias: []string{"keepAlive"}, name: "KeepAlive",
+			read:  func(v *value, s *PoolSpec) { s.KeepAlive = v.duration() },
+			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.KeepAlive, &c.KeepAlive) }},
+		{key: "baseConfig", name: "BaseConfig", read: func(v *value, s *PoolSpec) { s.BaseConfig = v.name() }},
+		{key: "eventConsumerBufferSize", name: "EventBufferSize", read: func(v *value, s *PoolSpec) { s.EventBufferSize = v.integer() }},
+		{key: "writableStackTraceEnabled"},
+		{key: "contextPropagators"},
+		{key: "tags"},
+	},
+	base: func(s PoolSpec) string { return s.BaseConfig },
+	over: func(s, b PoolSpec) PoolSpec {
+		b.MaxWorkers = pick(s.MaxWorkers, b.MaxWorkers)
+		b.CoreWorkers = pick(s.CoreWorkers, b.CoreWorkers)
+		b.QueueCapacity = pick(s.QueueCapacity, b.QueueCapacity)
+		b.QueueTimeout = pick(s.QueueTimeout, b.QueueTimeout)
+		b.KeepAlive = pick(s.KeepAlive, b.KeepAlive)
+		b.EventBufferSize = pick(s.EventBufferSize, b.EventBufferSize)
+		b.BaseConfig = s.BaseConfig
+		return b
+	},
+	buffer:   func(s PoolSpec) *int { return s.EventBufferSize },
+	defaults: pool.DefaultConfig,
+	validate: pool.Config.Validate,
+	// Spring refuses a core size above the maximum; a core size alone has
+	// no effect here, which Load reports as a warning.
+	finalize: func(s PoolSpec, c pool.Config, l *errList, loc locator, sec section, name string) {
+		if s.CoreWorkers == nil {
+			return
+		}
+		line, path, key := loc.locate(sec, name, "CoreWorkers")
+		switch {
+		case *s.CoreWorkers < 0 || *s.CoreWorkers > c.MaxWorkers:
+			l.add(line, path, "%s %q: %s must be between 0 and maxThreadPoolSize (%d), got %d", sec, name, key, c.MaxWorkers, *s.CoreWorkers)
+		case s.MaxWorkers == nil:
+			l.warns = append(l.warns, fmt.Sprintf("%s %q: %s %d has no effect: a Go pool starts workers on demand up to maxThreadPoolSize, which is unset here and defaults to %d (GOMAXPROCS) (at %s)",
+				sec, name, key, *s.CoreWorkers, c.MaxWorkers, path))
+		}
+	},
+}
+
+// fieldKeys maps each kind's Spec field names to their Spring keys.
+var fieldKeys = map[bulkhead.Kind]map[string]string{bulkhead.Semaphore: {}, bulkhead.Pool: {}}
+
+func init() {
+	semaphoreKind.init()
+	poolKind.init()
+}
+
+func (d *kindDesc[S, C]) init() {
+	d.index = map[string]int{}
+	for i, f := range d.fields {
+		d.validKeys = append(d.validKeys, f.key)
+		for _, k := range append([]string{f.key}, f.alias...) {
+			d.index[normalize(k)] = i
+		}
+		if f.name != "" {
+			fieldKeys[d.kind][f.name] = f.key
+		}
+	}
+}
+
+func copyTo[T any](v *T, dst *T) bool {
+	if v == nil {
+		return false
+	}
+	*dst = *v
+	return true
+}
+
+// build turns a resolved spec into the bulkhead's config and buffer size.
+func (d *kindDesc[S, C]) build(s S) (C, int) {
+	c := d.defaults()
+	for _, f := range d.fields {
+		if f.apply != nil {
+			f.apply(s, &c)
+		}
+	}
+	buf := defaultBuffer
+	if b := d.buffer(s); b != nil {
+		buf = *b
+	}
+	return c, buf
+}
+
+// resolved is a kind's shared configurations with their chains merged.
+type resolved[S any] map[string]S
+
+// instance resolves an instance's spec (listed or not) over its base.
+func (d *kindDesc[S, C]) instance(res resolved[S], s S) S {
+	b := d.base(s)
+	if b == "" {
+		b = defaultName
+	}
+	if base, ok := res[b]; ok {
+		return d.over(s, base)
+	}
+	return s
+}
+
+// Validate checks every value through semaphore.Config.Validate and
+// pool.Config.Validate, the event buffer sizes, the names, and every
+// BaseConfig reference (unknown names and cycles are errors). The error
+// joins one [*ConfigError] per problem.
+func (c Config) Validate() error {
+	_, _, l := c.compile(goLocator{})
+	return errors.Join(l.errs...)
+}
+
+// compile validates c and resolves every shared configuration's chain.
+func (c Config) compile(loc locator) (resolved[SemaphoreSpec], resolved[PoolSpec], *errList) {
+	l := &errList{}
+	sem := semaphoreKind.compile(c, l, loc)
+	pl := poolKind.compile(c, l, loc)
+	return sem, pl, l
+}
+
+func (d *kindDesc[S, C]) compile(c Config, l *errList, loc locator) resolved[S] {
+	configs, instances := *d.ptr(&c, true), *d.ptr(&c, false)
+	for _, shared := range []bool{true, false} {
+		sec, m := section{d.kind, shared}, instances
+		if shared {
+			m = configs
+		}
+		for _, name := range sortedKeys(m) {
+			d.check(m[name], l, loc, sec, name)
+		}
+	}
+	names := sync.OnceValue(func() string { return known(configs) }) // once: it sorts
+	res := d.resolve(configs, names, l, loc)
+	sec := section{d.kind, false}
+	for _, name := range sortedKeys(instances) {
+		s := instances[name]
+		if b := d.base(s); b != "" {
+			if _, ok := configs[b]; !ok {
+				line, path, key := loc.locate(sec, name, "BaseConfig")
+				l.add(line, path, "%s %q: %s names %q, which is not a known config (known: %s)", sec, name, key, b, names())
+				continue
+			}
+			if _, ok := res[b]; !ok {
+				continue // its chain is broken: reported there
+			}
+		}
+		if d.finalize != nil {
+			full := d.instance(res, s)
+			cfg, _ := d.build(full)
+			d.finalize(full, cfg, l, loc, sec, name)
+		}
+	}
+	return res
+}
+
+// check validates an entry's name and each of its fields on its own, through
+// the kind's Validate: the defaults are valid, so an error is the field's.
+func (d *kindDesc[S, C]) check(s S, l *errList, loc locator, sec section, name string) {
+	switch {
+	case strings.TrimSpace(name) == "":
+		line, path, _ := loc.locate(sec, name, "")
+		l.add(line, path, "%s %q: a name must not be empty", sec, name)
+	case !utf8.ValidString(name):
+		line, path, _ := loc.locate(sec, name, "")
+		l.add(line, path, "%s %q: a name must be valid UTF-8", sec, name)
+	}
+	for _, f := range d.fields {
+		if f.apply == nil {
+			continue
+		}
+		c := d.defaults()
+		if !f.apply(s, &c) {
+			continue
+		}
+		if err := d.validate(c); err != nil {
+			line, path, key := loc.locate(sec, name, f.name)
+			msg := err.Error()
+			if !strings.HasPrefix(normalize(msg), normalize(key)) {
+				msg = key + ": " + msg
+			}
+			l.add(line, path, "%s %q: %s", sec, name, msg)
+		}
+	}
+	if b := d.buffer(s); b != nil && (*b < 0 || *b > maxBuffer) {
+		line, path, key := loc.locate(sec, name, "EventBufferSize")
+		l.add(line, path, "%s %q: %s must be between 0 and %d, got %d", sec, name, key, maxBuffer, *b)
+	}
+}
+
+// resolve merges every shared configuration over its chain, each one once,
+// so that the work is linear in the number of configurations however long
+// the chains. Configurations on a cycle or naming an unknown base are
+// reported and left out.
+func (d *kindDesc[S, C]) resolve(configs map[string]S, names func() string, l *errList, loc locator) resolved[S] {
+	res := make(resolved[S], len(configs))
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make(map[string]int, len(configs))
+	sec := section{d.kind, true}
+	baseOf := func(name string) string {
+		if b := d.base(configs[name]); b != "" {
+			return b
+		}
+		if _, ok := configs[defaultName]; ok && name != defaultName {
+			return defaultName
+		}
+		return ""
+	}
+	for _, start := range sortedKeys(configs) {
+		var path []string
+		cur := start
+		for cur != "" && state[cur] == unseen {
+			if _, ok := configs[cur]; !ok {
+				break
+			}
+			state[cur] = onPath
+			path = append(path, cur)
+			cur = baseOf(cur)
+		}
+		ok := true
+		switch {
+		case cur == "":
+		case state[cur] == onPath:
+			// A cycle from cur to the end of path: report it once, at its
+			// first member in path order.
+			i := len(path) - 1
+			for path[i] != cur {
+				i--
+			}
+			cycle := append(append([]string{}, path[i:min(len(path), i+maxReportedName)]...), cur)
+			if len(path)-i > maxReportedName {
+				cycle[len(cycle)-1] = "... -> " + cur
+			}
+			line, p, key := loc.locate(sec, path[i], "BaseConfig")
+			l.add(line, p, "%s %q: %s makes a cycle: %s", sec, path[i], key, strings.Join(cycle, " -> "))
+			ok = false
+		case state[cur] == done:
+			_, ok = res[cur]
+		default: // unknown name
+			last := path[len(path)-1]
+			line, p, key := loc.locate(sec, last, "BaseConfig")
+			l.add(line, p, "%s %q: %s names %q, which is not a known config (known: %s)", sec, last, key, cur, names())
+			ok = false
+		}
+		for i := len(path) - 1; i >= 0; i-- {
+			name := path[i]
+			state[name] = done
+			if !ok {
+				continue
+			}
+			s := configs[name]
+			if b := baseOf(name); b != "" {
+				s = d.over(s, res[b])
+			}
+			res[name] = s
+		}
+	}
+	return res
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -217,261 +554,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func (c Config) validate(l *errList, loc locator) {
-	checkInt := func(sec, name, field string, v *int, lo, hi int) {
-		if v == nil || (*v >= lo && *v <= hi) {
-			return
-		}
-		line, path, f := loc.entry(sec, name, field)
-		if *v < lo {
-			l.add(line, path, "%s: %s must be >= %d, got %d", what(sec, name), f, lo, *v)
-		} else {
-			l.add(line, path, "%s: %s must be <= %d, got %d", what(sec, name), f, hi, *v)
-		}
-	}
-	checkDur := func(sec, name, field string, v *time.Duration) {
-		if v == nil || *v >= 0 {
-			return
-		}
-		line, path, f := loc.entry(sec, name, field)
-		l.add(line, path, "%s: %s must be >= 0, got %v", what(sec, name), f, *v)
-	}
-	checkName := func(sec, name string) {
-		switch {
-		case strings.TrimSpace(name) == "":
-			line, path, _ := loc.entry(sec, name, "")
-			l.add(line, path, "%s: a name must not be empty", what(sec, name))
-		case !utf8.ValidString(name):
-			line, path, _ := loc.entry(sec, name, "")
-			l.add(line, path, "%s: a name must be valid UTF-8", what(sec, name))
-		}
-	}
-	for _, sec := range []string{"SemaphoreConfigs", "Semaphores"} {
-		m := c.SemaphoreConfigs
-		if sec == "Semaphores" {
-			m = c.Semaphores
-		}
-		for _, name := range sortedKeys(m) {
-			s := m[name]
-			checkName(sec, name)
-			checkInt(sec, name, "MaxConcurrentCalls", s.MaxConcurrentCalls, 1, MaxLimit)
-			checkDur(sec, name, "MaxWaitDuration", s.MaxWaitDuration)
-			checkInt(sec, name, "EventBufferSize", s.EventBufferSize, 0, MaxEventBufferSize)
-		}
-	}
-	for _, sec := range []string{"PoolConfigs", "Pools"} {
-		m := c.PoolConfigs
-		if sec == "Pools" {
-			m = c.Pools
-		}
-		for _, name := range sortedKeys(m) {
-			s := m[name]
-			checkName(sec, name)
-			checkInt(sec, name, "MaxWorkers", s.MaxWorkers, 1, MaxLimit)
-			checkInt(sec, name, "QueueCapacity", s.QueueCapacity, 0, MaxLimit)
-			checkDur(sec, name, "MaxWaitDuration", s.MaxWaitDuration)
-			checkDur(sec, name, "KeepAlive", s.KeepAlive)
-			checkInt(sec, name, "EventBufferSize", s.EventBufferSize, 0, MaxEventBufferSize)
-		}
-	}
-	for _, name := range sortedKeys(c.Pools) {
-		if _, ok := c.Semaphores[name]; ok {
-			line, path, _ := loc.entry("Pools", name, "")
-			l.add(line, path, "%s: the name is also a semaphore instance; one name is one bulkhead", what("Pools", name))
-		}
-	}
-	// References: every entry's chain must end without a cycle or an
-	// unknown name. Checking every entry (configs too) reports a broken
-	// config even when no instance uses it yet; a cycle is reported once,
-	// at the first of its configs, not again for each entry that reaches it.
-	cycles := map[string]bool{}
-	report := func(err *chainError) {
-		if err.cycle != "" {
-			if cycles[err.cycle] {
-				return
-			}
-			cycles[err.cycle] = true
-		}
-		line, path, f := loc.entry(err.sec, err.name, "BaseConfig")
-		l.add(line, path, "%s: %s %s", what(err.sec, err.name), f, err.msg)
-	}
-	for _, sec := range []string{"SemaphoreConfigs", "Semaphores"} {
-		m := c.SemaphoreConfigs
-		if sec == "Semaphores" {
-			m = c.Semaphores
-		}
-		for _, name := range sortedKeys(m) {
-			if l.full() {
-				return
-			}
-			if _, err := chain(c.SemaphoreConfigs, func(s SemaphoreSpec) string { return s.BaseConfig }, sec, name, m[name]); err != nil {
-				report(err)
-			}
-		}
-	}
-	for _, sec := range []string{"PoolConfigs", "Pools"} {
-		m := c.PoolConfigs
-		if sec == "Pools" {
-			m = c.Pools
-		}
-		for _, name := range sortedKeys(m) {
-			if l.full() {
-				return
-			}
-			if _, err := chain(c.PoolConfigs, func(s PoolSpec) string { return s.BaseConfig }, sec, name, m[name]); err != nil {
-				report(err)
-			}
-		}
-	}
-}
-
-// chainError says which entry holds the broken reference. cycle, for a
-// cycle, identifies it whatever entry it was reached from.
-type chainError struct{ sec, name, msg, cycle string }
-
-// chain returns start followed by the configs it inherits from, nearest
-// first. sec is "Semaphores"/"Pools" for an instance (which falls back to
-// "default" when it names no base) or "SemaphoreConfigs"/"PoolConfigs" for
-// a shared config.
-func chain[S any](configs map[string]S, base func(S) string, sec, name string, start S) ([]S, *chainError) {
-	out := []S{start}
-	isInstance := sec == "Semaphores" || sec == "Pools"
-	cfgSec := sec
-	switch sec {
-	case "Semaphores":
-		cfgSec = "SemaphoreConfigs"
-	case "Pools":
-		cfgSec = "PoolConfigs"
-	}
-	visited := map[string]bool{}
-	if !isInstance {
-		visited[name] = true
-	}
-	curSec, curName, cur := sec, name, start
-	next := base(cur)
-	if next == "" && isInstance {
-		if _, ok := configs[DefaultConfigName]; !ok {
-			return out, nil
-		}
-		next = DefaultConfigName
-	}
-	for next != "" {
-		if visited[next] {
-			if !isInstance && next == name {
-				// The cycle goes through start: report it there.
-				curSec, curName, next = sec, name, base(start)
-			}
-			return nil, &chainError{sec: curSec, name: curName,
-				msg:   fmt.Sprintf("%q makes a cycle: %s", next, cycleText(configs, base, next)),
-				cycle: cycleID(configs, base, next)}
-		}
-		s, ok := configs[next]
-		if !ok {
-			return nil, &chainError{sec: curSec, name: curName,
-				msg: fmt.Sprintf("names %q, which is not a known config (known: %s)", next, known(configs))}
-		}
-		visited[next] = true
-		out = append(out, s)
-		curSec, curName, cur = cfgSec, next, s
-		next = base(cur)
-	}
-	return out, nil
-}
-
-func cycleText[S any](configs map[string]S, base func(S) string, from string) string {
-	parts := []string{from}
-	seen := map[string]bool{from: true}
-	cur := from
-	for i := 0; i < 64; i++ {
-		s, ok := configs[cur]
-		if !ok {
-			break
-		}
-		nxt := base(s)
-		if nxt == "" {
-			break
-		}
-		parts = append(parts, nxt)
-		if seen[nxt] {
-			break
-		}
-		seen[nxt] = true
-		cur = nxt
-	}
-	return strings.Join(parts, " -> ")
-}
-
-// cycleID names the cycle through from by its members, sorted.
-func cycleID[S any](configs map[string]S, base func(S) string, from string) string {
-	members := []string{from}
-	for cur := base(configs[from]); cur != from && len(members) <= len(configs); cur = base(configs[cur]) {
-		members = append(members, cur)
-	}
-	sort.Strings(members)
-	return strings.Join(members, "\x00")
-}
-
 func known[S any](configs map[string]S) string {
 	if len(configs) == 0 {
 		return "none"
 	}
 	keys := sortedKeys(configs)
-	if len(keys) > 10 {
-		keys = append(keys[:10], "...")
+	if len(keys) > maxReportedName {
+		keys = append(keys[:maxReportedName], "...")
 	}
 	return strings.Join(keys, ", ")
-}
-
-// resolveSemaphore merges the chain of an instance (listed or not) into one
-// spec whose nil fields are still unset.
-func (c Config) resolveSemaphore(name string) (SemaphoreSpec, error) {
-	s := c.Semaphores[name]
-	ch, cerr := chain(c.SemaphoreConfigs, func(s SemaphoreSpec) string { return s.BaseConfig }, "Semaphores", name, s)
-	if cerr != nil {
-		return SemaphoreSpec{}, &ConfigError{Msg: what(cerr.sec, cerr.name) + ": BaseConfig " + cerr.msg}
-	}
-	var out SemaphoreSpec
-	for i := len(ch) - 1; i >= 0; i-- {
-		x := ch[i]
-		out.MaxConcurrentCalls = pick(x.MaxConcurrentCalls, out.MaxConcurrentCalls)
-		out.MaxWaitDuration = pick(x.MaxWaitDuration, out.MaxWaitDuration)
-		out.EventBufferSize = pick(x.EventBufferSize, out.EventBufferSize)
-	}
-	out.BaseConfig = s.BaseConfig
-	return out, nil
-}
-
-// resolvePool is resolveSemaphore for pools.
-func (c Config) resolvePool(name string) (PoolSpec, error) {
-	s := c.Pools[name]
-	ch, cerr := chain(c.PoolConfigs, func(s PoolSpec) string { return s.BaseConfig }, "Pools", name, s)
-	if cerr != nil {
-		return PoolSpec{}, &ConfigError{Msg: what(cerr.sec, cerr.name) + ": BaseConfig " + cerr.msg}
-	}
-	var out PoolSpec
-	for i := len(ch) - 1; i >= 0; i-- {
-		x := ch[i]
-		out.MaxWorkers = pick(x.MaxWorkers, out.MaxWorkers)
-		out.QueueCapacity = pick(x.QueueCapacity, out.QueueCapacity)
-		out.MaxWaitDuration = pick(x.MaxWaitDuration, out.MaxWaitDuration)
-		out.KeepAlive = pick(x.KeepAlive, out.KeepAlive)
-		out.EventBufferSize = pick(x.EventBufferSize, out.EventBufferSize)
-	}
-	out.BaseConfig = s.BaseConfig
-	return out, nil
-}
-
-// pick returns v when set, otherwise old.
-func pick[T any](v, old *T) *T {
-	if v != nil {
-		return v
-	}
-	return old
-}
-
-func bufferSize(v *int) int {
-	if v == nil {
-		return DefaultEventBufferSize
-	}
-	return *v
 }

@@ -9,20 +9,23 @@
 //
 // A [Config] holds shared named configurations and instances for both kinds
 // (semaphores: resilience4j.bulkhead; pools:
-// resilience4j.thread-pool-bulkhead). [Load] and [LoadFile] read it from
-// YAML, refusing unknown keys and bad values with an error that names the
-// line, the instance, the field and the value; it is also a plain struct to
-// fill in from code. [New] builds a [Registry] and creates every listed
-// instance; [Registry.Semaphore] and [Registry.Pool] get one by name,
-// creating an unlisted one from the "default" configuration. Precedence,
-// from strongest: the instance's own fields, its baseConfig chain (or
-// "default" when it names none), then semaphore.DefaultConfig or
-// pool.DefaultConfig. docs/configuration.md lists every key.
+// resilience4j.thread-pool-bulkhead), which are two namespaces, as in
+// Resilience4j: the same name may be a semaphore and a pool. [Load] and
+// [LoadFile] read it from YAML, refusing unknown keys and bad values with
+// an error that names the file, the line, the instance, the field and the
+// value; it is also a plain struct to fill in from code. [New] builds a
+// [Registry] and creates every listed instance; [Registry.Semaphore] and
+// [Registry.Pool] get one by name, creating an unlisted one from the
+// "default" configuration (or failing, with Config.Strict). Precedence, from
+// strongest: the entry's own fields, its baseConfig chain (or "default" when
+// it names none), then semaphore.DefaultConfig or pool.DefaultConfig.
+// docs/configuration.md lists every key.
 //
-// [Registry.RegisterMetrics] registers a [Collector] on a
-// prometheus.Registerer you pass; docs/metrics.md lists every metric and
-// useful PromQL. [Registry.Handler] serves every bulkhead's configuration,
-// statistics and recent events as JSON, showing names and numbers only.
+// [Registry.RegisterMetrics] registers the bulkheads' metrics on a
+// prometheus.Registerer you pass; docs/metrics.md lists them with useful
+// PromQL. [Registry.Handler] serves every bulkhead's configuration,
+// statistics and (with Config.RecordEvents) recent events as JSON, showing
+// names and numbers only.
 //
 // Get each bulkhead once at start-up and keep it: Semaphore and Pool take a
 // lock. Close the registry on shutdown; it closes the pools.

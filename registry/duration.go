@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -64,7 +65,7 @@ func parseDuration(s string) (time.Duration, error) {
 	if err != nil {
 		// Spring reads units in any case; Go only in lower case.
 		if d, err = time.ParseDuration(strings.ToLower(s)); err != nil {
-			if goDurationSyntax(strings.ToLower(body)) {
+			if goDurationSyntax.MatchString(strings.ToLower(body)) {
 				return 0, errRange
 			}
 			return 0, errDuration
@@ -73,44 +74,9 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// goDurationSyntax reports whether s (unsigned, lower case) is written as
-// time.ParseDuration expects, whatever its size: one or more numbers (with
-// an optional fraction), each followed by a unit.
-func goDurationSyntax(s string) bool {
-	if s == "" {
-		return false
-	}
-	for s != "" {
-		i := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		digits := i
-		if i < len(s) && s[i] == '.' {
-			i++
-			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-				i++
-			}
-			digits += i - digits - 1
-		}
-		if digits == 0 {
-			return false
-		}
-		s = s[i:]
-		unit := ""
-		for _, u := range []string{"ns", "us", "µs", "μs", "ms", "s", "m", "h"} {
-			if strings.HasPrefix(s, u) {
-				unit = u
-				break
-			}
-		}
-		if unit == "" {
-			return false
-		}
-		s = s[len(unit):]
-	}
-	return true
-}
+// goDurationSyntax matches (unsigned, lower case) what time.ParseDuration
+// reads, whatever its size: numbers, each with a unit.
+var goDurationSyntax = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*$`)
 
 func allDigits(s string) bool {
 	if s == "" {

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"net/http/httptest"
@@ -104,6 +105,7 @@ func ExampleRegistry_RegisterMetrics() {
 
 func ExampleRegistry_Handler() {
 	cfg, _ := registry.Load(strings.NewReader("bulkhead: {instances: {payment: {maxConcurrentCalls: 2}}}"))
+	cfg.RecordEvents = true // keep recent events for the status page
 	r, _ := registry.New(cfg)
 	defer r.Close(context.Background())
 
@@ -112,11 +114,30 @@ func ExampleRegistry_Handler() {
 	payment.TryAcquire()
 
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/bulkheads", nil))
-	var st registry.Status
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/bulkheads?name=payment", nil))
+	var st struct {
+		Instances []struct {
+			Name, Kind string
+			Stats      struct{ AvailableConcurrentCalls int }
+			Events     []struct{ Type string }
+		}
+	}
 	_ = json.Unmarshal(rec.Body.Bytes(), &st)
 	for _, in := range st.Instances {
 		fmt.Println(in.Name, in.Kind, "available", in.Stats.AvailableConcurrentCalls, "events", len(in.Events), in.Events[0].Type)
 	}
 	// Output: payment semaphore available 1 events 1 permitted
+}
+
+// With Strict, every bulkhead must be declared in the file: a misspelt name
+// is an error instead of a bulkhead with default limits.
+func ExampleConfig_strict() {
+	cfg, _ := registry.Load(strings.NewReader("bulkhead: {instances: {payment: {maxConcurrentCalls: 2}}}"))
+	cfg.Strict = true
+	r, _ := registry.New(cfg)
+	defer r.Close(context.Background())
+
+	_, err := r.Semaphore("paymnet")
+	fmt.Println(errors.Is(err, registry.ErrNotConfigured))
+	// Output: true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzLoad feeds arbitrary bytes to the loader. The default `go test` run
@@ -11,21 +12,26 @@ import (
 //
 //	go test -run '^$' -fuzz FuzzLoad -fuzztime 60s ./registry
 //
-// The loader must never panic, and what it accepts must validate and
-// resolve for every instance.
+// The loader must never panic, must take time in proportion to its input
+// (a generous bound per byte, so that a quadratic path shows), and what it
+// accepts must validate and build a registry.
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte(seedYAML))
 	f.Add([]byte("bulkhead:\n  configs:\n    a: {baseConfig: b}\n    b: {baseConfig: a}\n"))
 	f.Add([]byte("thread-pool-bulkhead:\n  instances:\n    p: {maxWorkers: 2, queueCapacity: 0, keepAlive: PT1S}\n"))
-	f.Add([]byte("resilience4j.bulkhead.instances.payment.maxConcurrentCalls: 2\nresilience4j:\n  bulkhead.instances[a.b]: {maxWaitDuration: 2S}\n  bulkhead:\n    instances.payment: {<<: *x}\n"))
-	f.Add([]byte("x: &x {maxConcurentCalls: 3}\nbulkhead:\n  instances:\n    a: {<<: *x}\n    b.maxWaitDuration: 9999999999h\n"))
+	f.Add([]byte("resilience4j.bulkhead:\n  instances:\n    payment: {<<: *x}\n"))
+	f.Add([]byte("x: &x {maxConcurentCalls: 3}\nbulkhead:\n  instances:\n    a: {<<: *x}\n    b: {maxWaitDuration: 9999999999h}\n"))
+	f.Add([]byte("e: &e {}\nm: &m {<<: [*e, *e, *e, *e]}\nn: &n {<<: [*m, *m, *m, *m]}\nbulkhead: {instances: {a: *n, b: *n}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		start := time.Now()
 		c, err := Load(bytes.NewReader(data))
+		if d := time.Since(start); !raceEnabled && d > 250*time.Millisecond+time.Duration(len(data))*50*time.Microsecond {
+			t.Fatalf("Load took %v for %d bytes", d, len(data))
+		}
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error message")
 			}
-			// Load turns a panic into an error; the fuzzer must see it.
 			if strings.Contains(err.Error(), "runtime error") {
 				t.Fatalf("the loader panicked: %v", err)
 			}
@@ -34,15 +40,18 @@ func FuzzLoad(f *testing.F) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("Load accepted a config that Validate refuses: %v", err)
 		}
-		for name := range c.Semaphores {
-			if _, err := c.resolveSemaphore(name); err != nil {
-				t.Fatalf("resolve %q: %v", name, err)
-			}
+		if len(c.Semaphores)+len(c.Pools) > 100 {
+			return // creating them all would only be slow
 		}
-		for name := range c.Pools {
-			if _, err := c.resolvePool(name); err != nil {
-				t.Fatalf("resolve %q: %v", name, err)
-			}
+		r, err := New(c)
+		if err != nil {
+			t.Fatalf("Load accepted a config that New refuses: %v", err)
+		}
+		if _, err := r.Semaphore("unlisted"); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(t.Context()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

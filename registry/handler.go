@@ -9,21 +9,18 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 // record is what the status page keeps of an event: its type, time,
 // durations and outcome word, never its error, so that an error's text (or
-// a panic's stack) can neither be shown nor kept alive by the ring, and
-// every record has the same small size.
+// a panic's stack) can neither be shown nor kept alive by the ring.
 type record struct {
 	typ       bulkhead.EventType
-	outcome   string // a constant from outcome
+	outcome   string
 	time      time.Time
 	wait, run time.Duration
-}
-
-func recordOf(e bulkhead.Event) record {
-	return record{typ: e.Type, outcome: outcome(e), time: e.Time, wait: e.Wait, run: e.Run}
 }
 
 // ring keeps the last len(buf) records.
@@ -36,8 +33,9 @@ type ring struct {
 
 func newRing(n int) *ring { return &ring{buf: make([]record, n)} }
 
-// add keeps the status form of e.
-func (r *ring) add(e bulkhead.Event) { r.put(recordOf(e)) }
+func (r *ring) add(e bulkhead.Event) {
+	r.put(record{typ: e.Type, outcome: outcome(e), time: e.Time, wait: e.Wait, run: e.Run})
+}
 
 func (r *ring) put(rec record) {
 	r.mu.Lock()
@@ -56,40 +54,33 @@ func (r *ring) records() []record {
 	if !r.full {
 		return append([]record(nil), r.buf[:r.next]...)
 	}
-	out := make([]record, 0, len(r.buf))
-	out = append(out, r.buf[r.next:]...)
-	return append(out, r.buf[:r.next]...)
+	return append(append(make([]record, 0, len(r.buf)), r.buf[r.next:]...), r.buf[:r.next]...)
 }
 
-// Status is the document [Registry.Handler] serves.
-type Status struct {
-	Instances []InstanceStatus `json:"instances"`
+// The status document. Its JSON names are part of the API (documented in
+// docs/metrics.md); the Go types are not.
+type status struct {
+	Instances []instanceStatus `json:"instances"`
 }
 
-// InstanceStatus is one bulkhead's configuration, statistics and recent
-// events.
-type InstanceStatus struct {
+type instanceStatus struct {
 	Name   string        `json:"name"`
 	Kind   string        `json:"kind"`
-	Config StatusConfig  `json:"config"`
-	Stats  StatusStats   `json:"stats"`
-	Events []StatusEvent `json:"events"`
+	Config statusConfig  `json:"config"`
+	Stats  statusStats   `json:"stats"`
+	Events []statusEvent `json:"events"`
 }
 
-// StatusConfig is a bulkhead's configuration in force. Durations are in Go
-// syntax ("500ms"). Semaphores fill in MaxConcurrentCalls and
-// MaxWaitDuration; pools fill in MaxWorkers, QueueCapacity, MaxWaitDuration
-// and KeepAlive.
-type StatusConfig struct {
+type statusConfig struct {
 	MaxConcurrentCalls int    `json:"maxConcurrentCalls,omitempty"`
+	MaxWaitDuration    string `json:"maxWaitDuration,omitempty"`
 	MaxWorkers         int    `json:"maxWorkers,omitempty"`
 	QueueCapacity      *int   `json:"queueCapacity,omitempty"`
-	MaxWaitDuration    string `json:"maxWaitDuration"`
+	QueueTimeout       string `json:"queueTimeout,omitempty"`
 	KeepAlive          string `json:"keepAlive,omitempty"`
 }
 
-// StatusStats is [bulkhead.Stats] with JSON names.
-type StatusStats struct {
+type statusStats struct {
 	MaxConcurrentCalls       int    `json:"maxConcurrentCalls"`
 	AvailableConcurrentCalls int    `json:"availableConcurrentCalls"`
 	InFlight                 int    `json:"inFlight"`
@@ -103,11 +94,7 @@ type StatusStats struct {
 	Failed                   uint64 `json:"failed"`
 }
 
-// StatusEvent is one recorded event. Outcome is a fixed word, never an
-// error's text: "full" (rejected), "canceled", "deadline-exceeded",
-// "closed" or "other" (cancelled), "success", "error" or "panic"
-// (finished), "" (permitted).
-type StatusEvent struct {
+type statusEvent struct {
 	Type    string    `json:"type"`
 	Time    time.Time `json:"time"`
 	Outcome string    `json:"outcome,omitempty"`
@@ -115,6 +102,9 @@ type StatusEvent struct {
 	Run     string    `json:"run,omitempty"`
 }
 
+// outcome is a fixed word, never an error's text: "full" (rejected),
+// "cancelled", "deadline-exceeded", "closed" or "other" (cancelled),
+// "success", "error" or "panic" (finished), "" otherwise.
 func outcome(e bulkhead.Event) string {
 	switch e.Type {
 	case bulkhead.EventRejected:
@@ -122,7 +112,7 @@ func outcome(e bulkhead.Event) string {
 	case bulkhead.EventCancelled:
 		switch {
 		case errors.Is(e.Err, context.Canceled):
-			return "canceled"
+			return "cancelled"
 		case errors.Is(e.Err, context.DeadlineExceeded):
 			return "deadline-exceeded"
 		case errors.Is(e.Err, bulkhead.ErrClosed):
@@ -149,101 +139,81 @@ func durText(d time.Duration) string {
 	return d.String()
 }
 
-// Status returns what [Registry.Handler] serves: every bulkhead's
-// configuration, statistics and recent events, sorted by name.
-func (r *Registry) Status() Status {
-	es := r.snapshot()
-	st := Status{Instances: make([]InstanceStatus, 0, len(es))}
-	for _, e := range es {
-		s := e.instance().Stats()
-		is := InstanceStatus{
-			Name: e.name,
-			Kind: e.kind.String(),
-			Stats: StatusStats{
-				MaxConcurrentCalls: s.MaxConcurrentCalls, AvailableConcurrentCalls: s.AvailableConcurrentCalls,
-				InFlight: s.InFlight, Waiting: s.Waiting, QueueDepth: s.QueueDepth, QueueCapacity: s.QueueCapacity,
-				Permitted: s.Permitted, Rejected: s.Rejected, Cancelled: s.Cancelled, Finished: s.Finished, Failed: s.Failed,
-			},
-			Events: []StatusEvent{},
-		}
-		if e.sem != nil {
-			c := e.sem.Config()
-			is.Config = StatusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}
-		} else {
-			c := e.pool.Config()
-			q := c.QueueCapacity
-			is.Config = StatusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &q, MaxWaitDuration: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
-		}
-		if rg := e.ring.Load(); rg != nil {
-			for _, rec := range rg.records() {
-				is.Events = append(is.Events, StatusEvent{
-					Type: rec.typ.String(), Time: rec.time.UTC(), Outcome: rec.outcome,
-					Wait: durText(rec.wait), Run: durText(rec.run),
-				})
-			}
-		}
-		st.Instances = append(st.Instances, is)
+func statusOf(e *entry) instanceStatus {
+	s := e.b.Stats()
+	is := instanceStatus{
+		Name: e.name,
+		Kind: e.kind.String(),
+		Stats: statusStats{
+			MaxConcurrentCalls: s.MaxConcurrentCalls, AvailableConcurrentCalls: s.AvailableConcurrentCalls,
+			InFlight: s.InFlight, Waiting: s.Waiting, QueueDepth: s.QueueDepth, QueueCapacity: s.QueueCapacity,
+			Permitted: s.Permitted, Rejected: s.Rejected, Cancelled: s.Cancelled, Finished: s.Finished, Failed: s.Failed,
+		},
+		Events: []statusEvent{},
 	}
-	return st
+	switch b := e.b.(type) {
+	case *semaphore.Bulkhead:
+		c := b.Config()
+		is.Config = statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}
+	case *pool.Bulkhead:
+		c := b.Config()
+		is.Config = statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
+			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
+	}
+	if rg := e.ring.Load(); rg != nil {
+		for _, rec := range rg.records() {
+			is.Events = append(is.Events, statusEvent{
+				Type: rec.typ.String(), Time: rec.time.UTC(), Outcome: rec.outcome,
+				Wait: durText(rec.wait), Run: durText(rec.run),
+			})
+		}
+	}
+	return is
 }
 
-// Handler returns an http.Handler that serves [Registry.Status] as JSON
-// (GET or HEAD), like Spring's bulkheads and bulkheadevents actuator
-// endpoints together. ?name=x limits it to one bulkhead (404 if unknown).
+// Handler returns an http.Handler that serves every bulkhead's
+// configuration, statistics and recent events as JSON (GET or HEAD), like
+// Spring's bulkheads and bulkheadevents actuator endpoints together.
+// ?name=x limits it to the bulkheads called x (a semaphore, a pool, or
+// both; ?kind=semaphore or ?kind=pool picks one), 404 if there is none.
 //
-// It shows bulkhead names, numbers and fixed words only: never error texts,
-// other configuration keys, tags or anything from the environment, so it
-// reveals nothing a configuration file might hold besides the limits.
-//
-// The first call to Handler starts keeping the last events of every
-// bulkhead (EventBufferSize each, DefaultEventBufferSize by default), for
-// the registry's life. From then on every call through a bulkhead builds
-// two events (permitted, then finished; a rejection builds one), reads the
-// clock for each, and takes the ring's mutex to store each one.
+// It shows names, numbers and fixed words only: never error texts, tags or
+// anything from the environment. Events appear only while
+// Config.RecordEvents is on; the handler does not turn it on.
 func (r *Registry) Handler() http.Handler {
-	r.startRecording()
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodGet && req.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		st := r.Status()
-		if name := req.URL.Query().Get("name"); name != "" {
-			var keep []InstanceStatus
-			for _, is := range st.Instances {
-				if is.Name == name {
-					keep = append(keep, is)
+		q := req.URL.Query()
+		var es []*entry
+		if name := q.Get("name"); name != "" {
+			r.mu.Lock()
+			for _, k := range []bulkhead.Kind{bulkhead.Semaphore, bulkhead.Pool} {
+				if e, ok := r.entries[key{k, name}]; ok && (q.Get("kind") == "" || q.Get("kind") == k.String()) {
+					es = append(es, e)
 				}
 			}
-			if keep == nil {
+			r.mu.Unlock()
+			if es == nil {
 				http.Error(w, "no such bulkhead", http.StatusNotFound)
 				return
 			}
-			st.Instances = keep
+		} else {
+			es = r.snapshot()
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
+		st := status{Instances: make([]instanceStatus, 0, len(es))}
+		for _, e := range es {
+			st.Instances = append(st.Instances, statusOf(e))
+		}
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(st)
 	})
-}
-
-// startRecording makes every bulkhead, present and future, keep its recent
-// events. It holds one listener reference for the registry's life.
-func (r *Registry) startRecording() {
-	r.mu.Lock()
-	if r.recording {
-		r.mu.Unlock()
-		return
-	}
-	r.recording = true
-	for _, e := range r.entries {
-		if e.size > 0 {
-			e.ring.Store(newRing(e.size))
-		}
-	}
-	r.mu.Unlock()
-	r.retain()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -22,17 +23,29 @@ func getStatus(t *testing.T, h http.Handler, target string) (int, string) {
 	return rec.Code, rec.Body.String()
 }
 
+// newRecording is newTestRegistry with Config.RecordEvents on.
+func newRecording(t *testing.T, y string) *Registry {
+	t.Helper()
+	cfg := mustLoad(t, y)
+	cfg.RecordEvents = true
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r
+}
+
 func TestHandlerJSON(t *testing.T) {
-	r := newTestRegistry(t, `
+	r := newRecording(t, `
 bulkhead:
   instances:
     payment: {maxConcurrentCalls: 2, maxWaitDuration: 0, eventConsumerBufferSize: 20}
 thread-pool-bulkhead:
   instances:
-    emails: {maxWorkers: 2, queueCapacity: 5, keepAlive: 1s}
+    emails: {maxWorkers: 2, queueCapacity: 5, keepAlive: 1s, maxWaitDuration: 2s}
 `)
 	pay, _ := r.Semaphore("payment")
-	_ = pay.Do(context.Background(), func(context.Context) error { return nil }) // before Handler: not recorded
 	h := r.Handler()
 	ctx := context.Background()
 	_ = pay.Do(ctx, func(context.Context) error { return errors.New("x") })
@@ -46,7 +59,7 @@ thread-pool-bulkhead:
 	if code != http.StatusOK {
 		t.Fatalf("status %d: %s", code, body)
 	}
-	var st Status
+	var st status
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatalf("%v in %s", err, body)
 	}
@@ -54,18 +67,16 @@ thread-pool-bulkhead:
 		t.Fatalf("instances %+v", st.Instances)
 	}
 	em, p := st.Instances[0], st.Instances[1]
-	if em.Kind != "pool" || em.Config.MaxWorkers != 2 || em.Config.QueueCapacity == nil || *em.Config.QueueCapacity != 5 || em.Config.KeepAlive != "1s" {
+	if em.Kind != "pool" || em.Config.MaxWorkers != 2 || em.Config.QueueCapacity == nil || *em.Config.QueueCapacity != 5 || em.Config.KeepAlive != "1s" || em.Config.QueueTimeout != "2s" {
 		t.Errorf("emails %+v", em)
 	}
 	if p.Kind != "semaphore" || p.Config.MaxConcurrentCalls != 2 || p.Config.MaxWaitDuration != "0s" {
 		t.Errorf("payment config %+v", p.Config)
 	}
-	want := StatusStats{MaxConcurrentCalls: 2, AvailableConcurrentCalls: 2, Permitted: 4, Rejected: 1, Finished: 4, Failed: 1}
+	want := statusStats{MaxConcurrentCalls: 2, AvailableConcurrentCalls: 2, Permitted: 3, Rejected: 1, Finished: 3, Failed: 1}
 	if p.Stats != want {
 		t.Errorf("payment stats %+v, want %+v", p.Stats, want)
 	}
-	// Every event since Handler, none from before (the buffer could hold
-	// them).
 	var types []string
 	for _, e := range p.Events {
 		types = append(types, e.Type+"/"+e.Outcome)
@@ -80,6 +91,14 @@ thread-pool-bulkhead:
 		t.Errorf("emails events %v, want an empty list", em.Events)
 	}
 
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/bulkheads", nil))
+	for k, v := range map[string]string{"Content-Type": "application/json", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"} {
+		if got := rec.Header().Get(k); got != v {
+			t.Errorf("header %s: %q, want %q", k, got, v)
+		}
+	}
+
 	code, body = getStatus(t, h, "/bulkheads?name=emails")
 	if code != http.StatusOK || strings.Contains(body, "payment") {
 		t.Errorf("?name=emails: %d %s", code, body)
@@ -87,7 +106,7 @@ thread-pool-bulkhead:
 	if code, _ = getStatus(t, h, "/bulkheads?name=nope"); code != http.StatusNotFound {
 		t.Errorf("unknown name: %d", code)
 	}
-	rec := httptest.NewRecorder()
+	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/bulkheads", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %d", rec.Code)
@@ -115,7 +134,7 @@ func TestOutcomeWords(t *testing.T) {
 	}{
 		{bulkhead.Event{Type: bulkhead.EventPermitted}, ""},
 		{bulkhead.Event{Type: bulkhead.EventRejected, Err: &bulkhead.FullError{}}, "full"},
-		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: context.Canceled}, "canceled"},
+		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: context.Canceled}, "cancelled"},
 		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: context.DeadlineExceeded}, "deadline-exceeded"},
 		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: bulkhead.ErrClosed}, "closed"},
 		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: errors.New("secret")}, "other"},
@@ -140,6 +159,7 @@ func TestHandlerRevealsNoSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.RecordEvents = true
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +214,7 @@ func TestRingKeepsNoError(t *testing.T) {
 // TestBufferSizeChangeWhileRecording: Reconfigure resizes a recording
 // bulkhead's ring, keeping the newest events, and 0 stops recording.
 func TestBufferSizeChangeWhileRecording(t *testing.T) {
-	r := newTestRegistry(t, "bulkhead:\n  instances:\n    a: {eventConsumerBufferSize: 2}\n")
+	r := newRecording(t, "bulkhead:\n  instances:\n    a: {eventConsumerBufferSize: 2}\n")
 	h := r.Handler()
 	a, _ := r.Semaphore("a")
 	ctx := context.Background()
@@ -203,7 +223,7 @@ func TestBufferSizeChangeWhileRecording(t *testing.T) {
 	events := func() []string {
 		t.Helper()
 		_, body := getStatus(t, h, "/?name=a")
-		var st Status
+		var st status
 		if err := json.Unmarshal([]byte(body), &st); err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +235,7 @@ func TestBufferSizeChangeWhileRecording(t *testing.T) {
 	}
 	reconfigure := func(size int) {
 		t.Helper()
-		if err := r.Reconfigure(Config{Semaphores: map[string]SemaphoreSpec{"a": {EventBufferSize: new(size)}}}); err != nil {
+		if err := r.Reconfigure(Config{Semaphores: map[string]SemaphoreSpec{"a": {EventBufferSize: new(size)}}, RecordEvents: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,5 +262,68 @@ func TestBufferSizeChangeWhileRecording(t *testing.T) {
 	_ = a.Do(ctx, ok)
 	if got, want := events(), []string{"permitted/", "finished/success"}; !equal(got, want) {
 		t.Fatalf("size 3 again: %v, want %v", got, want)
+	}
+}
+
+// TestRecordingIsExplicit: the handler does not switch event recording on;
+// Config.RecordEvents does, and Reconfigure can switch it off again.
+func TestRecordingIsExplicit(t *testing.T) {
+	r := newTestRegistry(t, "bulkhead:\n  instances:\n    a: {}\n")
+	h := r.Handler()
+	a, _ := r.Semaphore("a")
+	listening := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.listeners > 0 || r.entries[key{bulkhead.Semaphore, "a"}].unsub != nil
+	}
+	if listening() {
+		t.Fatal("Handler made the bulkheads build events")
+	}
+	_ = a.Do(context.Background(), func(context.Context) error { return nil })
+	if _, body := getStatus(t, h, "/?name=a"); !strings.Contains(body, `"events": []`) {
+		t.Fatalf("events recorded without RecordEvents: %s", body)
+	}
+	if err := r.Reconfigure(Config{RecordEvents: true}); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Do(context.Background(), func(context.Context) error { return nil })
+	if _, body := getStatus(t, h, "/?name=a"); !strings.Contains(body, `"type": "finished"`) {
+		t.Fatalf("no events with RecordEvents: %s", body)
+	}
+	if err := r.Reconfigure(Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if listening() {
+		t.Fatal("still recording after RecordEvents went off")
+	}
+}
+
+// TestHandlerOneNameBuildsOne: ?name= builds the status of the bulkheads of
+// that name only, however many others there are; a name may be a semaphore
+// and a pool, and ?kind= picks one.
+func TestHandlerOneNameBuildsOne(t *testing.T) {
+	cost := func(n int) float64 {
+		cfg := Config{RecordEvents: true, Semaphores: map[string]SemaphoreSpec{}, Pools: map[string]PoolSpec{"x": {}}}
+		for i := range n {
+			cfg.Semaphores[fmt.Sprint("s", i)] = SemaphoreSpec{}
+		}
+		cfg.Semaphores["x"] = SemaphoreSpec{}
+		r, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close(context.Background())
+		h := r.Handler()
+		if _, body := getStatus(t, h, "/?name=x"); strings.Count(body, `"name": "x"`) != 2 {
+			t.Fatalf("?name=x: %s", body)
+		}
+		if _, body := getStatus(t, h, "/?name=x&kind=pool"); strings.Count(body, `"name": "x"`) != 1 || !strings.Contains(body, `"kind": "pool"`) {
+			t.Fatalf("?name=x&kind=pool: %s", body)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/?name=x", nil)
+		return testing.AllocsPerRun(20, func() { h.ServeHTTP(httptest.NewRecorder(), req) })
+	}
+	if one, many := cost(1), cost(2000); many > one+5 {
+		t.Errorf("?name= allocates %v times with 2000 other bulkheads, %v with one", many, one)
 	}
 }

@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,9 +46,9 @@ func TestReconfigureSubscriberCallsRegistry(t *testing.T) {
 			return
 		}
 		// What a logger or an adaptive limiter might do.
-		r.Find(e.Name)
+		r.Find(e.Kind, e.Name)
 		r.Instances()
-		_ = r.Status()
+		getStatus(t, r.Handler(), "/")
 		_, _ = r.Semaphore("side")
 		// An adaptive limiter might even reconfigure.
 		if err := r.Reconfigure(next); err != nil {
@@ -85,7 +87,7 @@ func TestEntrySubscriberCallsRegistry(t *testing.T) {
 	defer r.SubscribeEntries(func(e EntryEvent) {
 		got = append(got, e.Type.String()+":"+e.Name)
 		if e.Type == EntryAdded && e.Name == "a" {
-			r.Remove("a")
+			r.Remove(bulkhead.Semaphore, "a")
 			if _, err := r.Semaphore("b"); err != nil {
 				t.Error(err)
 			}
@@ -142,7 +144,7 @@ func TestEntryEventsInOrder(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatal("no entry event")
 	}
-	if _, ok := r.Remove("fraud"); !ok {
+	if _, ok := r.Remove(bulkhead.Semaphore, "fraud"); !ok {
 		t.Fatal("fraud was not created")
 	}
 	close(release)
@@ -194,7 +196,7 @@ func TestReconfigureRefusedChangesNothing(t *testing.T) {
 	before := r.cfg
 	bad := []Config{
 		{Semaphores: map[string]SemaphoreSpec{"payment": {MaxConcurrentCalls: new(-1)}, "new": {}}},
-		{Pools: map[string]PoolSpec{"payment": {}}, Semaphores: map[string]SemaphoreSpec{"new": {}}},
+		{Pools: map[string]PoolSpec{"payment": {BaseConfig: "missing"}}, Semaphores: map[string]SemaphoreSpec{"new": {}}},
 		{Semaphores: map[string]SemaphoreSpec{"bad\xffname": {}}},
 	}
 	for _, cfg := range bad {
@@ -202,7 +204,7 @@ func TestReconfigureRefusedChangesNothing(t *testing.T) {
 			t.Fatalf("Reconfigure(%+v) accepted", cfg)
 		}
 	}
-	if _, ok := r.Find("new"); ok {
+	if _, ok := r.Find(bulkhead.Semaphore, "new"); ok {
 		t.Error("a refused config created an instance")
 	}
 	pay, _ := r.Semaphore("payment")
@@ -244,9 +246,9 @@ func TestConcurrentReconfigureLastWins(t *testing.T) {
 	if got, want := em.Config().MaxWorkers, *last.Pools["emails"].MaxWorkers; got != want {
 		t.Errorf("emails has %d workers, the last configuration says %d", got, want)
 	}
-	for _, name := range []string{"inventory", "emails", "payment"} {
-		if _, ok := r.Find(name); !ok {
-			t.Errorf("%s lost", name)
+	for _, k := range []key{{bulkhead.Semaphore, "inventory"}, {bulkhead.Pool, "emails"}, {bulkhead.Semaphore, "payment"}} {
+		if _, ok := r.Find(k.kind, k.name); !ok {
+			t.Errorf("%s lost", k.name)
 		}
 	}
 }
@@ -268,5 +270,96 @@ func TestNamesMustBeUTF8(t *testing.T) {
 	}
 	if len(r.Instances()) != 0 {
 		t.Error("a refused name left an instance")
+	}
+}
+
+// TestEntrySubscriberGoexit: an entry subscriber that ends its goroutine
+// (runtime.Goexit, as t.FailNow does) leaves the registry's delivery state
+// consistent: later changes are delivered, none is lost or stuck, and the
+// queue does not grow.
+func TestEntrySubscriberGoexit(t *testing.T) {
+	r := newTestRegistry(t, "")
+	var got []string
+	var mu sync.Mutex
+	exitOn := "b"
+	defer r.SubscribeEntries(func(e EntryEvent) {
+		mu.Lock()
+		got = append(got, e.Type.String()+":"+e.Name)
+		exit := e.Name == exitOn
+		mu.Unlock()
+		if exit {
+			runtime.Goexit()
+		}
+	})()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = r.Semaphore("a")
+		_, _ = r.Semaphore("b") // the subscriber ends this goroutine here
+		t.Error("Goexit did not end the goroutine")
+	}()
+	<-done
+	r.mu.Lock()
+	delivering, pending := r.delivering, len(r.pending)
+	r.mu.Unlock()
+	if delivering || pending != 0 {
+		t.Fatalf("after the Goexit: delivering=%v, %d pending", delivering, pending)
+	}
+	for i := range 100 {
+		if _, err := r.Semaphore(fmt.Sprint("c", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 102 || got[1] != "added:b" || got[101] != "added:c99" {
+		t.Fatalf("%d events after the Goexit (%v ...), want every one", len(got), got[:3])
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.delivering || len(r.pending) != 0 {
+		t.Fatalf("delivering=%v, %d pending", r.delivering, len(r.pending))
+	}
+}
+
+// TestEntrySubscriberGoexitMidBatch: when a subscriber Goexits while
+// events queued by others wait behind the one it was given, those events
+// are kept, in order, and delivered with the next change.
+func TestEntrySubscriberGoexitMidBatch(t *testing.T) {
+	r := newTestRegistry(t, "")
+	var got []string
+	var mu sync.Mutex
+	inB, goOn := make(chan struct{}), make(chan struct{})
+	defer r.SubscribeEntries(func(e EntryEvent) {
+		mu.Lock()
+		got = append(got, e.Name)
+		mu.Unlock()
+		if e.Name == "b" {
+			close(inB)
+			<-goOn // meanwhile, c and d queue behind b
+			runtime.Goexit()
+		}
+	})()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = r.Semaphore("b")
+	}()
+	<-inB
+	_, _ = r.Semaphore("c") // queued: b's goroutine is delivering
+	_, _ = r.Semaphore("d")
+	close(goOn)
+	<-done
+	r.mu.Lock()
+	delivering, pending := r.delivering, len(r.pending)
+	r.mu.Unlock()
+	if delivering || pending != 2 {
+		t.Fatalf("after the Goexit: delivering=%v, %d pending, want c and d kept", delivering, pending)
+	}
+	_, _ = r.Semaphore("e")
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"b", "c", "d", "e"}; !equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
 	}
 }

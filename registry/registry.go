@@ -1,10 +1,11 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -15,27 +16,30 @@ import (
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
-// ErrWrongKind is matched by the error of asking for a bulkhead as the
-// other kind: a semaphore by Pool, a pool by Semaphore.
-var ErrWrongKind = errors.New("registry: bulkhead is of the other kind")
+// ErrNotConfigured is matched by the error of asking a registry whose
+// Config.Strict is set for a bulkhead its configuration does not list.
+var ErrNotConfigured = errors.New("registry: no such bulkhead in the configuration")
 
-// Registry holds named bulkheads of both kinds. A name is one bulkhead for
-// the registry's life (until Remove): asking for it again returns the same
-// one. It is safe for concurrent use. Create one with [New]; stop it with
-// [Registry.Close], which closes its pools.
+// Registry holds named bulkheads of both kinds, as two namespaces: a name
+// is one semaphore and one pool at most, each for the registry's life (until
+// Remove), and asking for it again returns the same one. It is safe for
+// concurrent use. Create one with [New]; stop it with [Registry.Close],
+// which closes its pools.
 type Registry struct {
 	mu        sync.Mutex
 	cfg       Config
-	entries   map[string]*entry
+	sem       resolved[SemaphoreSpec]
+	pl        resolved[PoolSpec]
+	entries   map[key]*entry
 	closed    bool
 	closeDone chan struct{}
 	closeErr  error
 	listeners int    // reasons to receive the instances' events
-	recording bool   // Handler was called: keep recent events per instance
-	gen       uint64 // bumped by every Reconfigure that changes the configuration
+	recording bool   // keep recent events per instance (Config.RecordEvents)
+	gen       uint64 // bumped by every Reconfigure
 
-	// Entry events wait in pending, in the order of the changes (which are
-	// made under mu), until the goroutine that is delivering takes them:
+	// Entry events wait in pending, in the order of the changes (made
+	// under mu), until the goroutine that is delivering takes them:
 	// subscribers are called in that order, one event at a time, with no
 	// registry lock held.
 	pending    []EntryEvent
@@ -45,29 +49,30 @@ type Registry struct {
 	changes event.Hub[EntryEvent]     // added, removed, reconfigured
 }
 
+type key struct {
+	kind bulkhead.Kind
+	name string
+}
+
+// handle is what both kinds of bulkhead offer.
+type handle interface {
+	bulkhead.Instance
+	Subscribe(func(bulkhead.Event)) func()
+}
+
 type entry struct {
-	name  string
-	kind  bulkhead.Kind
-	sem   *semaphore.Bulkhead
-	pool  *pool.Bulkhead
-	size  int                  // event buffer size from the config
+	key
+	b     handle
+	size  int                  // event buffer size from the config (r.mu)
 	ring  atomic.Pointer[ring] // recent events, while recording
 	unsub func()               // the forwarding subscription, while listened to
 
-	// The limits the registry last chose for the bulkhead and the
-	// generation of the configuration they come from (r.mu guards them).
-	// Reconfigure applies them with no lock held, and applies again if a
-	// later Reconfigure changed them meanwhile.
-	semWant  semaphore.Config
-	poolWant pool.Config
-	wantGen  uint64
-}
-
-func (e *entry) instance() bulkhead.Instance {
-	if e.sem != nil {
-		return e.sem
-	}
-	return e.pool
+	// The config the registry last chose for the bulkhead (a
+	// semaphore.Config or a pool.Config) and the generation it comes from
+	// (r.mu guards them). Reconfigure applies it with no lock held, and
+	// again if a later Reconfigure chose another meanwhile.
+	want    any
+	wantGen uint64
 }
 
 // EntryEventType says what happened to a registry entry.
@@ -108,11 +113,12 @@ type EntryEvent struct {
 // New validates cfg and creates every instance it lists. On error nothing
 // is left running.
 func New(cfg Config) (*Registry, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+	sem, pl, l := cfg.compile(goLocator{})
+	if len(l.errs) > 0 {
+		return nil, errors.Join(l.errs...)
 	}
-	r := &Registry{cfg: cfg, entries: map[string]*entry{}}
-	created, err := r.createListed(cfg)
+	r := &Registry{cfg: cfg, sem: sem, pl: pl, entries: map[key]*entry{}}
+	created, err := r.createListed(cfg, sem, pl)
 	if err != nil {
 		closeEntries(created)
 		return nil, err
@@ -120,127 +126,87 @@ func New(cfg Config) (*Registry, error) {
 	for _, e := range created {
 		r.addLocked(e) // r is not shared yet
 	}
+	r.setRecordingLocked(cfg.RecordEvents)
 	return r, nil
+}
+
+// limits resolves the config of the named bulkhead of kind k from cfg,
+// and reports whether cfg lists it.
+func limits(cfg Config, sem resolved[SemaphoreSpec], pl resolved[PoolSpec], k bulkhead.Kind, name string) (want any, size int, listed bool) {
+	if k == bulkhead.Semaphore {
+		s, ok := cfg.Semaphores[name]
+		c, size := semaphoreKind.build(semaphoreKind.instance(sem, s))
+		return c, size, ok
+	}
+	s, ok := cfg.Pools[name]
+	c, size := poolKind.build(poolKind.instance(pl, s))
+	return c, size, ok
+}
+
+// newEntry makes a bulkhead from its config. It calls no user code and
+// publishes nothing.
+func newEntry(k key, want any, size int, gen uint64) (*entry, error) {
+	if err := checkName(k.name); err != nil {
+		return nil, err
+	}
+	e := &entry{key: k, want: want, wantGen: gen, size: size}
+	var err error
+	switch c := want.(type) {
+	case semaphore.Config:
+		var b *semaphore.Bulkhead
+		if b, err = semaphore.New(k.name, c); err == nil {
+			e.b = b
+		}
+	case pool.Config:
+		var b *pool.Bulkhead
+		if b, err = pool.New(k.name, c); err == nil {
+			e.b = b
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry: %s %q: %w", k.kind, k.name, err)
+	}
+	return e, nil
 }
 
 // createListed creates the instances cfg lists that r does not hold yet,
 // without adding them to r. On error it returns what it created for the
 // caller to close (with closeEntries, after unlocking).
-func (r *Registry) createListed(cfg Config) ([]*entry, error) {
+func (r *Registry) createListed(cfg Config, sem resolved[SemaphoreSpec], pl resolved[PoolSpec]) ([]*entry, error) {
 	var created []*entry
-	for _, k := range []bulkhead.Kind{bulkhead.Semaphore, bulkhead.Pool} {
-		names := sortedKeys(cfg.Semaphores)
-		if k == bulkhead.Pool {
-			names = sortedKeys(cfg.Pools)
+	for _, k := range r.listed(cfg) {
+		if _, ok := r.entries[k]; ok {
+			continue
 		}
-		for _, name := range names {
-			if _, ok := r.entries[name]; ok {
-				continue
-			}
-			e, err := newEntry(cfg, r.gen, name, k)
-			if err != nil {
-				return created, err
-			}
-			created = append(created, e)
+		want, size, _ := limits(cfg, sem, pl, k.kind, k.name)
+		e, err := newEntry(k, want, size, r.gen)
+		if err != nil {
+			return created, err
 		}
+		created = append(created, e)
 	}
 	return created, nil
+}
+
+func (r *Registry) listed(cfg Config) []key {
+	var ks []key
+	for _, n := range sortedKeys(cfg.Semaphores) {
+		ks = append(ks, key{bulkhead.Semaphore, n})
+	}
+	for _, n := range sortedKeys(cfg.Pools) {
+		ks = append(ks, key{bulkhead.Pool, n})
+	}
+	return ks
 }
 
 // closeEntries closes the pools of entries that were never shared: they
 // have no tasks, so Close returns at once.
 func closeEntries(es []*entry) {
 	for _, e := range es {
-		if e.pool != nil {
-			_ = e.pool.Close(context.Background())
+		if p, ok := e.b.(*pool.Bulkhead); ok {
+			_ = p.Close(context.Background())
 		}
 	}
-}
-
-// semaphoreConfig fills a resolved spec's unset fields from
-// semaphore.DefaultConfig.
-func semaphoreConfig(s SemaphoreSpec) semaphore.Config {
-	c := semaphore.DefaultConfig()
-	if s.MaxConcurrentCalls != nil {
-		c.MaxConcurrentCalls = *s.MaxConcurrentCalls
-	}
-	if s.MaxWaitDuration != nil {
-		c.MaxWaitDuration = *s.MaxWaitDuration
-	}
-	return c
-}
-
-// poolConfig fills a resolved spec's unset fields from pool.DefaultConfig.
-func poolConfig(s PoolSpec) pool.Config {
-	c := pool.DefaultConfig()
-	if s.MaxWorkers != nil {
-		c.MaxWorkers = *s.MaxWorkers
-	}
-	if s.QueueCapacity != nil {
-		c.QueueCapacity = *s.QueueCapacity
-	}
-	if s.MaxWaitDuration != nil {
-		c.QueueTimeout = *s.MaxWaitDuration
-	}
-	if s.KeepAlive != nil {
-		c.KeepAlive = *s.KeepAlive
-	}
-	return c
-}
-
-// configuredKind says which kind cfg lists name as, or 0.
-func configuredKind(cfg Config, name string) bulkhead.Kind {
-	if _, ok := cfg.Semaphores[name]; ok {
-		return bulkhead.Semaphore
-	}
-	if _, ok := cfg.Pools[name]; ok {
-		return bulkhead.Pool
-	}
-	return 0
-}
-
-func wrongKind(name string, is, asked bulkhead.Kind, configured bool) error {
-	how := "is"
-	if configured {
-		how = "is configured as"
-	}
-	return fmt.Errorf("registry: %q %s a %s bulkhead, not a %s: %w", name, how, is, asked, ErrWrongKind)
-}
-
-// newEntry makes the named bulkhead of kind k from cfg. It calls no user
-// code and publishes nothing.
-func newEntry(cfg Config, gen uint64, name string, k bulkhead.Kind) (*entry, error) {
-	if err := checkName(name); err != nil {
-		return nil, err
-	}
-	if ck := configuredKind(cfg, name); ck != 0 && ck != k {
-		return nil, wrongKind(name, ck, k, true)
-	}
-	e := &entry{name: name, kind: k, wantGen: gen}
-	if k == bulkhead.Semaphore {
-		spec, err := cfg.resolveSemaphore(name)
-		if err != nil {
-			return nil, err
-		}
-		c := semaphoreConfig(spec)
-		b, err := semaphore.New(name, c)
-		if err != nil {
-			return nil, fmt.Errorf("registry: semaphore %q: %w", name, err)
-		}
-		e.sem, e.semWant, e.size = b, c, bufferSize(spec.EventBufferSize)
-	} else {
-		spec, err := cfg.resolvePool(name)
-		if err != nil {
-			return nil, err
-		}
-		c := poolConfig(spec)
-		b, err := pool.New(name, c)
-		if err != nil {
-			return nil, fmt.Errorf("registry: pool %q: %w", name, err)
-		}
-		e.pool, e.poolWant, e.size = b, c, bufferSize(spec.EventBufferSize)
-	}
-	return e, nil
 }
 
 // checkName refuses the names no bulkhead may have: empty, or not valid
@@ -264,19 +230,21 @@ func (r *Registry) addLocked(e *entry) {
 	if r.listeners > 0 {
 		r.listen(e)
 	}
-	r.entries[e.name] = e
+	r.entries[e.key] = e
 }
 
 // enqueueLocked queues an entry event for delivery. r.mu must be held, so
 // that events queue in the order of the changes they report.
 func (r *Registry) enqueueLocked(t EntryEventType, e *entry) {
-	r.pending = append(r.pending, EntryEvent{Type: t, Name: e.name, Kind: e.kind, Instance: e.instance()})
+	r.pending = append(r.pending, EntryEvent{Type: t, Name: e.name, Kind: e.kind, Instance: e.b})
 }
 
 // deliver calls the entry subscribers with the queued events, in order, with
 // no lock held. If another goroutine is delivering already (perhaps the one
 // that called the subscriber that called us), it delivers ours too, after
-// those queued before them.
+// those queued before them. If a subscriber panics or calls runtime.Goexit,
+// the events after the one it was given go back to the front of the queue,
+// for the next change's delivery, and the panic goes on.
 func (r *Registry) deliver() {
 	r.mu.Lock()
 	if r.delivering {
@@ -284,34 +252,48 @@ func (r *Registry) deliver() {
 		return
 	}
 	r.delivering = true
-	for len(r.pending) > 0 {
-		evs := r.pending
-		r.pending = nil
-		r.mu.Unlock()
-		for _, ev := range evs {
-			r.changes.Publish(ev)
+	var evs []EntryEvent
+	i, normal := 0, false
+	defer func() {
+		if normal {
+			return
 		}
+		r.mu.Lock()
+		r.pending = append(slices.Clone(evs[i+1:]), r.pending...)
+		r.delivering = false
+		r.mu.Unlock()
+	}()
+	for len(r.pending) > 0 {
+		evs, r.pending = r.pending, nil
+		r.mu.Unlock()
+		for i = 0; i < len(evs); i++ {
+			r.changes.Publish(evs[i])
+		}
+		i = len(evs) - 1
 		r.mu.Lock()
 	}
 	r.delivering = false
 	r.mu.Unlock()
+	normal = true
 }
 
 // get returns the named entry of kind k, creating it if need be.
-func (r *Registry) get(name string, k bulkhead.Kind) (*entry, error) {
+func (r *Registry) get(k bulkhead.Kind, name string) (*entry, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return nil, fmt.Errorf("registry: %s %q: %w", k, name, bulkhead.ErrClosed)
 	}
-	if e, ok := r.entries[name]; ok {
+	if e, ok := r.entries[key{k, name}]; ok {
 		r.mu.Unlock()
-		if e.kind != k {
-			return nil, wrongKind(name, e.kind, k, false)
-		}
 		return e, nil
 	}
-	e, err := newEntry(r.cfg, r.gen, name, k)
+	want, size, listed := limits(r.cfg, r.sem, r.pl, k, name)
+	if r.cfg.Strict && !listed {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("registry: %s %q: %w", k, name, ErrNotConfigured)
+	}
+	e, err := newEntry(key{k, name}, want, size, r.gen)
 	if err != nil {
 		r.mu.Unlock()
 		return nil, err
@@ -323,46 +305,49 @@ func (r *Registry) get(name string, k bulkhead.Kind) (*entry, error) {
 	return e, nil
 }
 
-// Semaphore returns the semaphore bulkhead called name, creating it from
-// the configuration if it does not exist yet: its own entry in
-// Config.Semaphores if listed, otherwise the "default" semaphore config (or
-// semaphore.DefaultConfig). Concurrent first calls create exactly one. It
-// fails with [ErrWrongKind] if name is a pool, and with bulkhead.ErrClosed
-// after Close.
+// Semaphore returns the semaphore bulkhead called name, creating it if it
+// does not exist yet: from its entry in Config.Semaphores if listed,
+// otherwise from the "default" semaphore config (or
+// semaphore.DefaultConfig), unless Config.Strict makes that an
+// [ErrNotConfigured] error. Concurrent first calls create exactly one. It
+// fails with bulkhead.ErrClosed after Close.
 func (r *Registry) Semaphore(name string) (*semaphore.Bulkhead, error) {
-	e, err := r.get(name, bulkhead.Semaphore)
+	e, err := r.get(bulkhead.Semaphore, name)
 	if err != nil {
 		return nil, err
 	}
-	return e.sem, nil
+	return e.b.(*semaphore.Bulkhead), nil
 }
 
-// Pool returns the pool bulkhead called name, creating it as [Registry.Semaphore]
-// does, from Config.Pools, the "default" pool config or pool.DefaultConfig.
+// Pool returns the pool bulkhead called name, creating it as
+// [Registry.Semaphore] does, from Config.Pools, the "default" pool config or
+// pool.DefaultConfig. A pool and a semaphore may share a name: they are two
+// bulkheads.
 func (r *Registry) Pool(name string) (*pool.Bulkhead, error) {
-	e, err := r.get(name, bulkhead.Pool)
+	e, err := r.get(bulkhead.Pool, name)
 	if err != nil {
 		return nil, err
 	}
-	return e.pool, nil
+	return e.b.(*pool.Bulkhead), nil
 }
 
-// Find returns the named bulkhead without creating it.
-func (r *Registry) Find(name string) (bulkhead.Instance, bool) {
+// Find returns the named bulkhead of kind k without creating it.
+func (r *Registry) Find(k bulkhead.Kind, name string) (bulkhead.Instance, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e, ok := r.entries[name]; ok {
-		return e.instance(), true
+	if e, ok := r.entries[key{k, name}]; ok {
+		return e.b, true
 	}
 	return nil, false
 }
 
-// Instances returns every bulkhead, sorted by name.
+// Instances returns every bulkhead, sorted by name, then semaphores before
+// pools.
 func (r *Registry) Instances() []bulkhead.Instance {
 	es := r.snapshot()
 	out := make([]bulkhead.Instance, len(es))
 	for i, e := range es {
-		out[i] = e.instance()
+		out[i] = e.b
 	}
 	return out
 }
@@ -374,22 +359,24 @@ func (r *Registry) snapshot() []*entry {
 		es = append(es, e)
 	}
 	r.mu.Unlock()
-	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
+	slices.SortFunc(es, compareEntries)
 	return es
 }
 
-// Remove takes the named bulkhead out of the registry and returns it; a
-// later request for the name creates a new one. A removed pool is not
+// compareEntries orders entries by name, then semaphores before pools.
+func compareEntries(a, b *entry) int {
+	return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
+}
+
+// Remove takes the named bulkhead of kind k out of the registry and returns
+// it; a later request for the name creates a new one. A removed pool is not
 // closed: the caller owns it now and should Close it.
-func (r *Registry) Remove(name string) (bulkhead.Instance, bool) {
+func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool) {
 	r.mu.Lock()
-	e, ok := r.entries[name]
+	e, ok := r.entries[key{k, name}]
 	if ok {
-		delete(r.entries, name)
-		if e.unsub != nil {
-			e.unsub()
-			e.unsub = nil
-		}
+		delete(r.entries, e.key)
+		e.stopListening()
 		r.enqueueLocked(EntryRemoved, e)
 	}
 	r.mu.Unlock()
@@ -397,37 +384,35 @@ func (r *Registry) Remove(name string) (bulkhead.Instance, bool) {
 		return nil, false
 	}
 	r.deliver()
-	return e.instance(), true
+	return e.b, true
 }
 
-// Reconfigure validates cfg and makes it the registry's configuration: every
-// live bulkhead gets the limits cfg resolves for its name (a live bulkhead
-// that cfg no longer lists gets the "default" config), and instances cfg
-// lists that do not exist yet are created.
+// Reconfigure validates cfg and makes it the registry's configuration
+// (Strict and RecordEvents included): every live bulkhead gets the limits
+// cfg resolves for its name (one that cfg no longer lists gets the
+// "default" config), and instances cfg lists that do not exist yet are
+// created.
 //
-// Everything that can be checked is checked before anything changes: if cfg
-// is invalid, would turn a live bulkhead into the other kind, or an instance
-// cannot be created, Reconfigure returns the error and changes nothing. Then
-// it switches the configuration, and applies the new limits to the live
-// bulkheads with no registry lock held (a pool that grows starts queued
-// tasks there, and its subscribers run on this goroutine, so they may call
-// the registry). A pool closed by its user rather than removed first keeps
-// its last limits: Reconfigure skips it. The only error left after the
-// switch is a pool failing to start its new workers for a changed
-// KeepAlive; that pool keeps its old limits, the others get the new ones,
-// and the error names it.
+// If cfg is invalid or an instance cannot be created, Reconfigure returns
+// the error and changes nothing. Otherwise it switches the configuration,
+// and applies the new limits to the live bulkheads with no registry lock
+// held (a pool that grows starts queued tasks there, and their subscribers
+// run on this goroutine, so they may call the registry). A pool closed by
+// its user rather than removed first keeps its last limits. The only error
+// left after the switch is a pool failing to apply a changed KeepAlive;
+// that pool keeps its old limits, the others get the new ones, and the
+// error names it.
 //
 // Concurrent Reconfigure calls end with the limits of the configuration
-// installed last on every bulkhead. It does not block on the bulkheads: their
-// own Reconfigure never waits for calls in flight.
+// installed last on every bulkhead. It never waits for calls in flight.
 func (r *Registry) Reconfigure(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
+	sem, pl, l := cfg.compile(goLocator{})
+	if len(l.errs) > 0 {
+		return errors.Join(l.errs...)
 	}
 	type change struct {
 		e    *entry
-		sc   semaphore.Config
-		pc   pool.Config
+		want any
 		size int
 	}
 	r.mu.Lock()
@@ -435,36 +420,13 @@ func (r *Registry) Reconfigure(cfg Config) error {
 		r.mu.Unlock()
 		return fmt.Errorf("registry: reconfigure: %w", bulkhead.ErrClosed)
 	}
-	names := sortedKeys(r.entries)
-	plan := make([]change, 0, len(names))
-	for _, name := range names {
-		e := r.entries[name]
-		if ck := configuredKind(cfg, name); ck != 0 && ck != e.kind {
-			r.mu.Unlock()
-			return fmt.Errorf("registry: reconfigure: %q is a live %s bulkhead and the new config lists it as a %s: %w", name, e.kind, ck, ErrWrongKind)
-		}
-		c := change{e: e}
-		var err error
-		if e.sem != nil {
-			var spec SemaphoreSpec
-			if spec, err = cfg.resolveSemaphore(name); err == nil {
-				c.sc, c.size = semaphoreConfig(spec), bufferSize(spec.EventBufferSize)
-				err = c.sc.Validate()
-			}
-		} else {
-			var spec PoolSpec
-			if spec, err = cfg.resolvePool(name); err == nil {
-				c.pc, c.size = poolConfig(spec), bufferSize(spec.EventBufferSize)
-				err = c.pc.Validate()
-			}
-		}
-		if err != nil {
-			r.mu.Unlock()
-			return fmt.Errorf("registry: reconfigure: %s %q: %w", e.kind, name, err)
-		}
-		plan = append(plan, c)
+	plan := make([]change, 0, len(r.entries))
+	for _, e := range r.entries {
+		want, size, _ := limits(cfg, sem, pl, e.kind, e.name)
+		plan = append(plan, change{e, want, size})
 	}
-	created, err := r.createListed(cfg)
+	slices.SortFunc(plan, func(a, b change) int { return compareEntries(a.e, b.e) })
+	created, err := r.createListed(cfg, sem, pl)
 	if err != nil {
 		r.mu.Unlock()
 		closeEntries(created)
@@ -472,18 +434,18 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 
 	// Nothing can fail from here on: switch.
-	r.cfg = cfg
+	r.cfg, r.sem, r.pl = cfg, sem, pl
 	r.gen++
 	for _, c := range plan {
-		e := c.e
-		e.semWant, e.poolWant, e.wantGen = c.sc, c.pc, r.gen
-		r.resizeLocked(e, c.size)
+		c.e.want, c.e.wantGen = c.want, r.gen
+		r.resizeLocked(c.e, c.size)
 	}
 	for _, e := range created {
 		e.wantGen = r.gen
 		r.addLocked(e)
 		r.enqueueLocked(EntryAdded, e)
 	}
+	r.setRecordingLocked(cfg.RecordEvents)
 	r.mu.Unlock()
 
 	var errs []error
@@ -494,7 +456,7 @@ func (r *Registry) Reconfigure(cfg Config) error {
 		}
 		if changed {
 			r.mu.Lock()
-			if r.entries[c.e.name] == c.e { // not removed meanwhile
+			if r.entries[c.e.key] == c.e { // not removed meanwhile
 				r.enqueueLocked(EntryReconfigured, c.e)
 			}
 			r.mu.Unlock()
@@ -504,32 +466,31 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	return errors.Join(errs...)
 }
 
-// apply gives e's bulkhead the limits the registry chose for it, with no
-// lock held, and reports whether they changed. If a concurrent Reconfigure
-// chose other limits meanwhile, it applies those too, so that the last
-// configuration installed wins whatever the order the calls finish in.
+// apply gives e's bulkhead the config the registry chose for it, with no
+// lock held, and reports whether it changed. If a concurrent Reconfigure
+// chose another meanwhile, it applies that too, so that the configuration
+// installed last wins whatever the order the calls finish in.
 func (r *Registry) apply(e *entry) (changed bool, err error) {
 	for {
 		r.mu.Lock()
-		gen, sc, pc := e.wantGen, e.semWant, e.poolWant
+		gen, want := e.wantGen, e.want
 		r.mu.Unlock()
 		err = nil
-		if e.sem != nil {
-			if sc != e.sem.Config() {
-				// Cannot fail: sc was validated.
-				if err = e.sem.Reconfigure(sc); err == nil {
-					changed = true
-				}
+		switch b := e.b.(type) {
+		case *semaphore.Bulkhead:
+			if c := want.(semaphore.Config); c != b.Config() {
+				err = b.Reconfigure(c) // cannot fail: c was validated
+				changed = changed || err == nil
 			}
-		} else if pc != e.pool.Config() {
-			err = e.pool.Reconfigure(pc)
-			switch {
-			case err == nil:
-				changed = true
-			case errors.Is(err, bulkhead.ErrClosed):
-				// Closed by its user, or by Close meanwhile: it runs
-				// nothing more, so it has no limits to change.
-				err = nil
+		case *pool.Bulkhead:
+			if c := want.(pool.Config); c != b.Config() {
+				err = b.Reconfigure(c)
+				changed = changed || err == nil
+				if errors.Is(err, bulkhead.ErrClosed) {
+					// Closed by its user, or by Close meanwhile: it runs
+					// nothing more, so it has no limits to change.
+					err = nil
+				}
 			}
 		}
 		if err != nil {
@@ -566,12 +527,32 @@ func (r *Registry) resizeLocked(e *entry, size int) {
 	e.ring.Store(next)
 }
 
+// setRecordingLocked starts or stops keeping recent events. r.mu must be
+// held.
+func (r *Registry) setRecordingLocked(on bool) {
+	if on == r.recording {
+		return
+	}
+	r.recording = on
+	for _, e := range r.entries {
+		var rg *ring
+		if on && e.size > 0 {
+			rg = newRing(e.size)
+		}
+		e.ring.Store(rg)
+	}
+	if on {
+		r.retainLocked()
+	} else {
+		r.releaseLocked()
+	}
+}
+
 // Close closes every pool bulkhead, as pool.Bulkhead.Close does: running and
 // queued tasks may finish until ctx ends. Afterwards the registry creates
-// nothing (Semaphore and Pool fail with bulkhead.ErrClosed) but Find,
-// Instances, the metrics and the Handler still show the bulkheads' last
-// state. Close is idempotent; a second call waits for the first, or for its
-// own ctx.
+// nothing (Semaphore and Pool fail with bulkhead.ErrClosed) but Instances,
+// the metrics and the Handler still show the bulkheads' last state. Close is
+// idempotent; a second call waits for the first, or for its own ctx.
 func (r *Registry) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
@@ -590,8 +571,8 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.closeDone = make(chan struct{})
 	var pools []*pool.Bulkhead
 	for _, e := range r.entries {
-		if e.pool != nil {
-			pools = append(pools, e.pool)
+		if p, ok := e.b.(*pool.Bulkhead); ok {
+			pools = append(pools, p)
 		}
 	}
 	r.mu.Unlock()
@@ -611,10 +592,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	// Stop listening only now, so that the events of tasks Close ended
 	// are still seen.
 	for _, e := range r.entries {
-		if e.unsub != nil {
-			e.unsub()
-			e.unsub = nil
-		}
+		e.stopListening()
 	}
 	r.closeErr = err
 	close(r.closeDone)
@@ -623,21 +601,26 @@ func (r *Registry) Close(ctx context.Context) error {
 }
 
 // Subscribe calls fn with the per-call events of every bulkhead in the
-// registry, present and future, until cancel is called. fn runs on the
-// goroutine of the call that caused the event: keep it short. Instances
-// publish events only while someone listens, so with no subscriber (and no
-// Handler or histograms) they cost nothing.
+// registry, present and future, until cancel is called; each event's Name
+// and Kind say which bulkhead. fn runs on the goroutine of the call that
+// caused the event (see the callback contract in package bulkhead).
+// Instances build events only while someone listens, so with no subscriber
+// (no histograms, no RecordEvents) they cost nothing.
 func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	if fn == nil {
 		return func() {}
 	}
 	c := r.calls.Subscribe(fn)
-	r.retain()
+	r.mu.Lock()
+	r.retainLocked()
+	r.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c()
-			r.release()
+			r.mu.Lock()
+			r.releaseLocked()
+			r.mu.Unlock()
 		})
 	}
 }
@@ -653,11 +636,9 @@ func (r *Registry) SubscribeEntries(fn func(EntryEvent)) (cancel func()) {
 	return r.changes.Subscribe(fn)
 }
 
-// retain starts forwarding every instance's events to r.calls and the
-// rings, if it was not already.
-func (r *Registry) retain() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// retainLocked starts forwarding every instance's events to r.calls and
+// the rings, if it was not already. r.mu must be held.
+func (r *Registry) retainLocked() {
 	r.listeners++
 	if r.listeners == 1 && !r.closed {
 		for _, e := range r.entries {
@@ -666,17 +647,21 @@ func (r *Registry) retain() {
 	}
 }
 
-func (r *Registry) release() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Registry) releaseLocked() {
 	r.listeners--
 	if r.listeners == 0 {
 		for _, e := range r.entries {
-			if e.unsub != nil {
-				e.unsub()
-				e.unsub = nil
-			}
+			e.stopListening()
 		}
+	}
+}
+
+// stopListening ends the registry's subscription to e's events. r.mu must
+// be held.
+func (e *entry) stopListening() {
+	if e.unsub != nil {
+		e.unsub()
+		e.unsub = nil
 	}
 }
 
@@ -685,15 +670,10 @@ func (r *Registry) listen(e *entry) {
 	if e.unsub != nil {
 		return
 	}
-	fwd := func(ev bulkhead.Event) {
+	e.unsub = e.b.Subscribe(func(ev bulkhead.Event) {
 		if rg := e.ring.Load(); rg != nil {
 			rg.add(ev)
 		}
 		r.calls.Publish(ev)
-	}
-	if e.sem != nil {
-		e.unsub = e.sem.Subscribe(fwd)
-	} else {
-		e.unsub = e.pool.Subscribe(fwd)
-	}
+	})
 }

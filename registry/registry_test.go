@@ -35,7 +35,11 @@ resilience4j:
 // newTestRegistry loads y and builds a registry closed at the end of the test.
 func newTestRegistry(t *testing.T, y string) *Registry {
 	t.Helper()
-	r, err := New(mustLoad(t, y))
+	var cfg Config // "" is an empty configuration, which Load refuses
+	if y != "" {
+		cfg = mustLoad(t, y)
+	}
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,18 +60,18 @@ func TestNewCreatesListedInstances(t *testing.T) {
 	if got, want := names, []string{"emails:pool", "inventory:semaphore", "payment:semaphore"}; !equal(got, want) {
 		t.Fatalf("Instances() = %v, want %v", got, want)
 	}
-	in, ok := r.Find("payment")
+	in, ok := r.Find(bulkhead.Semaphore, "payment")
 	if !ok {
 		t.Fatal("payment not found")
 	}
 	if got := in.(*semaphore.Bulkhead).Config(); got != (semaphore.Config{MaxConcurrentCalls: 2}) {
 		t.Errorf("payment config %+v", got)
 	}
-	e, _ := r.Find("emails")
+	e, _ := r.Find(bulkhead.Pool, "emails")
 	if got := e.(*pool.Bulkhead).Config(); got != (pool.Config{MaxWorkers: 2, QueueCapacity: 5, KeepAlive: time.Second}) {
 		t.Errorf("emails config %+v", got)
 	}
-	if _, ok := r.Find("unlisted"); ok {
+	if _, ok := r.Find(bulkhead.Semaphore, "unlisted"); ok {
 		t.Error("Find created an instance")
 	}
 }
@@ -156,26 +160,57 @@ func TestConcurrentGetOrCreateMakesOne(t *testing.T) {
 	}
 }
 
-func TestWrongKind(t *testing.T) {
+// TestKindsAreNamespaces: as in Resilience4j, a semaphore and a pool may
+// share a name; they never see each other, and Remove takes one.
+func TestKindsAreNamespaces(t *testing.T) {
 	r := newTestRegistry(t, testYAML)
-	if _, err := r.Pool("payment"); !errors.Is(err, ErrWrongKind) {
-		t.Errorf("Pool(payment) = %v, want ErrWrongKind", err)
-	}
-	if _, err := r.Semaphore("emails"); !errors.Is(err, ErrWrongKind) {
-		t.Errorf("Semaphore(emails) = %v, want ErrWrongKind", err)
-	}
-	if _, err := r.Semaphore("adhoc"); err != nil {
+	p, err := r.Pool("payment") // the semaphore payment is listed; this pool is not
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.Pool("adhoc")
-	if !errors.Is(err, ErrWrongKind) {
-		t.Fatalf("Pool(adhoc) = %v, want ErrWrongKind", err)
+	s, err := r.Semaphore("payment")
+	if err != nil || s.Config().MaxConcurrentCalls != 2 || p.Config().MaxWorkers != 3 {
+		t.Fatalf("semaphore %+v, %v; pool %+v", s.Config(), err, p.Config())
 	}
-	if want := `registry: "adhoc" is a semaphore bulkhead, not a pool`; err.Error()[:len(want)] != want {
-		t.Errorf("message %q", err)
+	if got := len(r.Instances()); got != 4 {
+		t.Fatalf("%d instances, want 4", got)
 	}
+	if in, ok := r.Find(bulkhead.Pool, "payment"); !ok || in != p {
+		t.Fatal("Find(Pool) did not find the pool")
+	}
+	if _, ok := r.Remove(bulkhead.Pool, "payment"); !ok {
+		t.Fatal("pool not removed")
+	}
+	if in, ok := r.Find(bulkhead.Semaphore, "payment"); !ok || in != s {
+		t.Fatal("removing the pool removed the semaphore")
+	}
+	_ = p.Close(context.Background())
 	if _, err := r.Semaphore(""); err == nil {
 		t.Error("an empty name was accepted")
+	}
+}
+
+// TestStrictLookups: with Config.Strict, a name the configuration does not
+// list is an error instead of a default bulkhead.
+func TestStrictLookups(t *testing.T) {
+	cfg := mustLoad(t, testYAML)
+	cfg.Strict = true
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	if _, err := r.Semaphore("payment"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Semaphore("paymnet"); !errors.Is(err, ErrNotConfigured) {
+		t.Errorf("Semaphore(paymnet) = %v, want ErrNotConfigured", err)
+	}
+	if _, err := r.Pool("payment"); !errors.Is(err, ErrNotConfigured) || !strings.Contains(err.Error(), `pool "payment"`) {
+		t.Errorf("Pool(payment) = %v, want ErrNotConfigured naming the pool", err)
+	}
+	if len(r.Instances()) != 3 {
+		t.Errorf("%d instances, want the 3 listed", len(r.Instances()))
 	}
 }
 
@@ -191,14 +226,14 @@ func TestRemove(t *testing.T) {
 	r := newTestRegistry(t, testYAML)
 	var events []EntryEvent
 	defer r.SubscribeEntries(func(e EntryEvent) { events = append(events, e) })()
-	old, ok := r.Remove("payment")
+	old, ok := r.Remove(bulkhead.Semaphore, "payment")
 	if !ok || old.Name() != "payment" {
 		t.Fatalf("Remove = %v, %v", old, ok)
 	}
-	if _, ok := r.Find("payment"); ok {
+	if _, ok := r.Find(bulkhead.Semaphore, "payment"); ok {
 		t.Fatal("still found after Remove")
 	}
-	if _, ok := r.Remove("payment"); ok {
+	if _, ok := r.Remove(bulkhead.Semaphore, "payment"); ok {
 		t.Fatal("removed twice")
 	}
 	fresh, err := r.Semaphore("payment")
@@ -208,7 +243,7 @@ func TestRemove(t *testing.T) {
 	if fresh.Config().MaxConcurrentCalls != 2 {
 		t.Errorf("new payment has %+v, want its listed config", fresh.Config())
 	}
-	p, ok := r.Remove("emails")
+	p, ok := r.Remove(bulkhead.Pool, "emails")
 	if !ok {
 		t.Fatal("emails not removed")
 	}
@@ -233,12 +268,9 @@ func TestReconfigure(t *testing.T) {
 	var events []string
 	defer r.SubscribeEntries(func(e EntryEvent) { events = append(events, e.Type.String()+":"+e.Name) })()
 
-	// Invalid or kind-changing configs change nothing.
+	// An invalid config changes nothing.
 	if err := r.Reconfigure(Config{Semaphores: map[string]SemaphoreSpec{"payment": {MaxConcurrentCalls: new(-1)}}}); err == nil {
 		t.Fatal("invalid config accepted")
-	}
-	if err := r.Reconfigure(Config{Pools: map[string]PoolSpec{"payment": {}}}); !errors.Is(err, ErrWrongKind) {
-		t.Fatalf("kind change: %v", err)
 	}
 	pay, _ := r.Semaphore("payment")
 	if pay.Config().MaxConcurrentCalls != 2 || len(events) != 0 {
@@ -270,7 +302,7 @@ thread-pool-bulkhead:
 	if got := em.Config(); got.MaxWorkers != 4 || got.QueueCapacity != 1 {
 		t.Errorf("emails %+v", got)
 	}
-	if _, ok := r.Find("fraud"); !ok {
+	if _, ok := r.Find(bulkhead.Semaphore, "fraud"); !ok {
 		t.Error("newly listed fraud not created")
 	}
 	want := []string{"added:fraud", "reconfigured:emails", "reconfigured:payment", "reconfigured:search"}
@@ -444,7 +476,7 @@ func TestConcurrentUse(t *testing.T) {
 					cancel := r.Subscribe(func(bulkhead.Event) {})
 					defer cancel()
 				case 1:
-					r.Remove(name)
+					r.Remove(bulkhead.Kind(1+i%2), name)
 				case 2:
 					if err := r.Reconfigure(cfg); err != nil {
 						t.Error(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/registry"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 // secrets appear in the configuration file outside the bulkhead sections,
@@ -64,6 +65,7 @@ func TestExposureHandlerAndMetricsShowNamesAndNumbersOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.RecordEvents = true
 	r, err := registry.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +77,7 @@ func TestExposureHandlerAndMetricsShowNamesAndNumbersOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unregister()
-	handler := r.Handler() // starts recording events
+	handler := r.Handler() // with recent events: cfg.RecordEvents
 
 	ctx := context.Background()
 	payment, err := r.Semaphore("payment")
@@ -175,7 +177,7 @@ func TestExposureHandlerAndMetricsShowNamesAndNumbersOnly(t *testing.T) {
 // TestExposureAbsurdLimitsAreRefused: a configuration file cannot make the
 // library allocate without bound. Limits are refused with an error that
 // names the instance, the field and the value, from a file and from code,
-// and a file above registry.MaxFileSize is refused before it is parsed.
+// and a file above 4 MiB is refused before it is parsed.
 func TestExposureAbsurdLimitsAreRefused(t *testing.T) {
 	cases := []struct{ yaml, want string }{
 		{"bulkhead:\n  instances:\n    a: { maxConcurrentCalls: 2000000000 }\n", "2000000000"},
@@ -204,7 +206,7 @@ func TestExposureAbsurdLimitsAreRefused(t *testing.T) {
 	}
 
 	// The same limits from code.
-	big := registry.MaxLimit + 1
+	big := semaphore.MaxLimit + 1
 	for _, cfg := range []registry.Config{
 		{Semaphores: map[string]registry.SemaphoreSpec{"a": {MaxConcurrentCalls: &big}}},
 		{Pools: map[string]registry.PoolSpec{"p": {MaxWorkers: &big}}},
@@ -215,9 +217,9 @@ func TestExposureAbsurdLimitsAreRefused(t *testing.T) {
 		}
 	}
 
-	// A file larger than MaxFileSize is refused.
-	huge := "bulkhead:\n  instances:\n    a: { maxConcurrentCalls: 1 }\n# " + strings.Repeat("x", registry.MaxFileSize) + "\n"
+	// A file larger than 4 MiB is refused.
+	huge := "bulkhead:\n  instances:\n    a: { maxConcurrentCalls: 1 }\n# " + strings.Repeat("x", 4<<20) + "\n"
 	if _, err := registry.Load(strings.NewReader(huge)); err == nil {
-		t.Error("Load accepted a file larger than MaxFileSize")
+		t.Error("Load accepted a file larger than 4 MiB")
 	}
 }

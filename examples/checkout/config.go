@@ -16,13 +16,15 @@ import (
 //go:embed bulkheads.yml
 var bulkheadsYAML []byte
 
-// newRegistry loads bulkheads.yml into a new registry. Each scenario builds
-// its own, since they run side by side.
-func newRegistry() (*registry.Registry, error) {
+// newRegistry loads bulkheads.yml into a new registry, keeping recent events
+// for the status page if record is set. Each scenario builds its own, since
+// they run side by side.
+func newRegistry(record bool) (*registry.Registry, error) {
 	cfg, err := registry.Load(bytes.NewReader(bulkheadsYAML))
 	if err != nil {
 		return nil, fmt.Errorf("bulkheads.yml: %w", err)
 	}
+	cfg.RecordEvents = record
 	return registry.New(cfg)
 }
 
@@ -32,7 +34,7 @@ func newRegistry() (*registry.Registry, error) {
 func newBulkheads(reg *registry.Registry) (payment, inventory *semaphore.Bulkhead, done func(), err error) {
 	done = func() {}
 	if reg == nil {
-		if reg, err = newRegistry(); err != nil {
+		if reg, err = newRegistry(false); err != nil {
 			return nil, nil, nil, err
 		}
 		own := reg

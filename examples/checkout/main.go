@@ -70,7 +70,7 @@ func main() {
 // scenarios with scenario 1 on the served registry, and then keeps serving
 // until ctx ends.
 func serve(ctx context.Context, w io.Writer, o options, ln net.Listener) error {
-	reg, err := newRegistry()
+	reg, err := newRegistry(true)
 	if err != nil {
 		ln.Close()
 		return err
@@ -85,7 +85,7 @@ func serve(ctx context.Context, w io.Writer, o options, ln net.Listener) error {
 	defer unregister()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
-	mux.Handle("/bulkheads", reg.Handler()) // from now on it records events
+	mux.Handle("/bulkheads", reg.Handler()) // with recent events: newRegistry(true)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
