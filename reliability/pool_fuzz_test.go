@@ -379,7 +379,7 @@ func runPoolModel(t *testing.T, data []byte) {
 		case 5: // Reconfigure
 			nc := pool.Config{MaxWorkers: 1 + int(arg%4), QueueCapacity: int(arg>>2) % 4,
 				QueueTimeout: []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 0}[arg>>4%4],
-				KeepAlive:       cfg.KeepAlive}
+				KeepAlive:    cfg.KeepAlive}
 			if arg&0x40 != 0 {
 				nc.KeepAlive = 3*time.Second - cfg.KeepAlive // 1s <-> 2s: a new ants pool
 			}

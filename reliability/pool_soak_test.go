@@ -164,7 +164,7 @@ func soakPool(t *testing.T, seed uint64, d time.Duration, events, closeMidRun bo
 			if !closed {
 				cfg := pool.Config{MaxWorkers: 1 + r.IntN(8), QueueCapacity: r.IntN(17),
 					QueueTimeout: []time.Duration{0, 0, 200 * time.Microsecond, time.Millisecond, 5 * time.Millisecond}[r.IntN(5)],
-					KeepAlive:       cfg0.KeepAlive}
+					KeepAlive:    cfg0.KeepAlive}
 				if r.IntN(20) == 0 {
 					cfg.KeepAlive = time.Duration(1+r.IntN(3)) * time.Second // replaces the ants pool
 				}
