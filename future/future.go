@@ -216,8 +216,20 @@ func (f *Future[T]) acquire() bool {
 // drops it.
 func (f *Future[T]) release() {
 	if f.state.Add(^uint32(oneUser-1)) == complete {
-		f.canceler = nil
+		f.dropCanceler()
 	}
+}
+
+// dropper is a Canceler that holds more than it needs once its future is
+// complete (a Then stage's function).
+type dropper interface{ drop() }
+
+// dropCanceler forgets the canceler of a complete future that nobody uses.
+func (f *Future[T]) dropCanceler() {
+	if d, ok := f.canceler.(dropper); ok {
+		d.drop()
+	}
+	f.canceler = nil
 }
 
 // complete stores the result, releases the waiters and runs the callbacks,
@@ -246,7 +258,7 @@ func (f *Future[T]) settle(v T, err error) (*hook, bool) {
 	f.val, f.err = v, err
 	c := f.canceler
 	if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler
-		f.canceler = nil
+		f.dropCanceler()
 	}
 	// Close the Done channel if someone made one. Done checks the state
 	// after making it, so one of the two sees the other.
@@ -620,17 +632,27 @@ func (t *then[T, U]) Cancel() {
 	t.p.f.complete(zero, context.Canceled)
 }
 
+// drop forgets fn (and what it captured) once the new future is complete.
+func (t *then[T, U]) drop() { t.fn = nil }
+
+// fire runs the stage. It holds the new future's canceler (t itself) while
+// it uses fn, so that completion cannot drop fn under it.
 func (t *then[T, U]) fire(int, bool) (*hook, bool) {
-	var zero U
-	if err := t.src.err; err != nil {
-		h, _ := t.p.f.settle(zero, err)
-		return h, true
-	}
-	if t.p.f.state.Load()&stateMask != pending { // cancelled: fn is not wanted
+	f := &t.p.f
+	if !f.acquire() { // cancelled: fn is not wanted
 		return nil, false
 	}
-	v, err := t.call(t.src.val)
-	h, _ := t.p.f.settle(v, err)
+	var h *hook
+	var err error
+	if err = t.src.err; err != nil {
+		var zero U
+		h, _ = f.settle(zero, err)
+	} else {
+		var v U
+		v, err = t.call(t.src.val)
+		h, _ = f.settle(v, err)
+	}
+	f.release()
 	return h, err != nil
 }
 
@@ -641,7 +663,9 @@ func (t *then[T, U]) call(v T) (U, error) {
 	defer func() {
 		if !returned {
 			var zero U
-			t.p.f.complete(zero, errThenExited)
+			h, _ := t.p.f.settle(zero, errThenExited)
+			t.p.f.release()
+			runHooks(h, true)
 		}
 	}()
 	u, err := t.fn(v)
