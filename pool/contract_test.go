@@ -402,3 +402,57 @@ func TestPoolFirstContactMisuse(t *testing.T) {
 		}()
 	}
 }
+
+// A completed future keeps its value, not its task: the function and what
+// it captured, the submitter's context and its values, and the bulkhead are
+// collected while the caller still holds the future.
+func TestCompletedFutureDoesNotRetainTask(t *testing.T) {
+	collected := make(chan string, 3)
+	var f *future.Future[int]
+	func() {
+		b, err := pool.New("retain", pool.Config{MaxWorkers: 1, QueueCapacity: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		captured := &[1 << 16]byte{1}
+		value := &[1 << 16]byte{2}
+		runtime.AddCleanup(captured, func(s string) { collected <- s }, "the function's captures")
+		runtime.AddCleanup(value, func(s string) { collected <- s }, "the context's value")
+		runtime.AddCleanup(b, func(s string) { collected <- s }, "the bulkhead")
+		ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, value))
+		defer cancel()
+		g := newGate()
+		busy := mustSubmit(t, b, g.task(0)) // so that f is queued and watches ctx
+		g.waitStarted(t, 1)
+		f, err = pool.Submit(ctx, b, func(ctx context.Context) (int, error) {
+			return int(captured[0]) + int(ctx.Value(ctxKey{}).(*[1 << 16]byte)[0]), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.release()
+		wait(t, busy)
+		if v, err := wait(t, f); v != 3 || err != nil {
+			t.Fatal(v, err)
+		}
+		if err := b.Close(guardCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deadline := time.Now().Add(guard)
+	var got []string
+	for len(got) < 3 {
+		runtime.GC()
+		select {
+		case s := <-collected:
+			got = append(got, s)
+		case <-time.After(10 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatalf("collected only %v while the future is held", got)
+			}
+		}
+	}
+	if v, err := f.Result(); v != 3 || err != nil {
+		t.Fatal(v, err)
+	}
+}
