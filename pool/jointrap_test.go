@@ -180,12 +180,12 @@ func TestWaitHelpsOnlyQueuedTasksOfItsPool(t *testing.T) {
 		if _, err := queuedElsewhere.Wait(wctx); err != context.Canceled {
 			t.Errorf("Wait on another pool's queued task: %v, want to wait (and see the context end)", err)
 		}
+		close(g.open) // other's worker is free now
 		close(release)
 		v, err := inner.Wait(ctx)
 		w, err2 := queuedElsewhere.Wait(guardCtx(t))
 		return v + w, errors.Join(err, err2)
 	})
-	go func() { <-running; close(g.open) }()
 	if v, err := outer.Wait(guardCtx(t)); v != 5 || err != nil {
 		t.Fatalf("outer = %d, %v", v, err)
 	}
