@@ -37,7 +37,7 @@
 // still pending. [Settle] waits for every future and returns every value
 // and error by index.
 //
-// Then's functions are callbacks, under the module's callback contract (see
+// OnComplete and Then functions are callbacks, under the module's callback contract (see
 // the root package's "Callbacks"): they run on the goroutine that completes
 // the future, after its waiters have been released, in the order Then was
 // called, and a panic in one is not recovered (its own future fails first,

@@ -381,7 +381,8 @@ func (f *Future[T]) unlinkLocked(h *hook) {
 
 // Promise is the writing side of a [Future]: whoever holds it completes the
 // future, once. Make one with [NewPromise], or embed a Promise value in a
-// larger struct and call [Promise.Init], so that one allocation holds both.
+// larger struct and call [Promise.Init], so that one allocation holds both
+// (the future then keeps that struct alive for as long as it is held).
 type Promise[T any] struct {
 	f Future[T]
 }
@@ -601,6 +602,35 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 		return int(i - 1), nil
 	}
 	return -1, nil
+}
+
+// OnComplete arranges for fn to be called with the future's value and error
+// once it completes. fn is a callback (see the root package's "Callbacks"):
+// it runs on the goroutine that completes the future, after the waiters have
+// been released and after the callbacks registered before it, or at once on
+// the caller if the future has already completed. For a pool task that
+// goroutine is the worker, so fn must be quick. A panic in fn is not
+// recovered.
+func (f *Future[T]) OnComplete(fn func(T, error)) {
+	if fn == nil {
+		panic("future: OnComplete called with a nil function")
+	}
+	f.usable("OnComplete")
+	c := &onComplete[T]{f: f, fn: fn}
+	c.h.x = c
+	f.onDone(&c.h)
+}
+
+// onComplete is one OnComplete: its hook and its function.
+type onComplete[T any] struct {
+	h  hook
+	f  *Future[T]
+	fn func(T, error)
+}
+
+func (c *onComplete[T]) fire(int, bool) (*hook, bool) {
+	c.fn(c.f.val, c.f.err)
+	return nil, false
 }
 
 // Then returns a future that completes with fn's result once f succeeds, or

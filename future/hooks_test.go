@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -165,5 +166,25 @@ func TestThenAndAllCosts(t *testing.T) {
 	fs := []*future.Future[int]{done, done, done}
 	if a := testing.AllocsPerRun(100, func() { future.All(context.Background(), fs...) }); a > 1 {
 		t.Errorf("All of complete futures: %v allocs, want 1 (the result)", a)
+	}
+}
+
+// OnComplete callbacks run once, in registration order with Then's, on the
+// completing goroutine, or at once on a completed future.
+func TestOnComplete(t *testing.T) {
+	p := future.NewPromise[int](nil)
+	var log []string
+	p.Future().OnComplete(func(v int, err error) { log = append(log, "a") })
+	future.Then(p.Future(), func(v int) (int, error) { log = append(log, "then"); return v, nil })
+	p.Future().OnComplete(func(v int, err error) {
+		if v != 5 || err != nil {
+			t.Errorf("OnComplete got %v, %v", v, err)
+		}
+		log = append(log, "b")
+	})
+	p.Complete(5, nil)
+	p.Future().OnComplete(func(int, error) { log = append(log, "late") })
+	if got := strings.Join(log, " "); got != "a then b late" {
+		t.Fatalf("callbacks ran %q", got)
 	}
 }
