@@ -37,14 +37,15 @@
 // still pending. [Settle] waits for every future and returns every value
 // and error by index.
 //
-// OnComplete and Then functions are callbacks, under the module's callback contract (see
-// the root package's "Callbacks"): they run on the goroutine that completes
-// the future, after its waiters have been released, in the order Then was
-// called, and a panic in one is not recovered (its own future fails first,
-// saying so; the callbacks after it miss the completion). Completing a
-// chain of Then stages takes constant stack however long it is. For a pool
-// task that goroutine is the worker, so a callback must be quick. [All],
-// [First] and [Settle] start no goroutine: they hook the pending futures
+// [Future.OnComplete] and [Then] functions are callbacks, under the
+// module's callback contract (see the root package's "Callbacks"): they run
+// on the goroutine that completes the future, after its waiters have been
+// released, in the order they were registered, and a panic in one is not
+// recovered (a Then stage's own future fails first, saying so; the
+// callbacks after it miss the completion). Completing a chain of Then
+// stages takes constant stack however long it is. For a pool task that
+// goroutine is the worker, so a callback must be quick. [All], [First] and
+// [Settle] start no goroutine: they hook the pending futures
 // while they wait and take the hooks off before they return.
 //
 // A completed future keeps its value and error, and drops the work that
