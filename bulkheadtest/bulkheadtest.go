@@ -33,6 +33,11 @@ type Burst struct {
 	// nil on success and the bulkhead's error (or an error wrapping it) on
 	// rejection. It must return soon after ctx ends.
 	Call func(ctx context.Context) error
+	// Bulkhead, if set, is the bulkhead Call goes through. Run then refuses
+	// at once a pool bulkhead with a queue: its queued tasks would never
+	// reach the gate, so the burst could not settle (give the pool
+	// QueueCapacity 0 for the proof).
+	Bulkhead bulkhead.Instance
 }
 
 // Result is what one burst's workers saw.
@@ -133,11 +138,19 @@ const guard = time.Minute
 
 // AssertIsolated runs the bursts together, as [Run] does, and fails tb
 // unless [Check] finds isolation. It stops the test (tb.Fatal) if the run
-// cannot complete, within a minute at most. It returns the results for
-// further checks, such as the bulkheads' Stats after the burst.
+// cannot complete within a minute, saying how far each burst got. It
+// returns the results for further checks, such as the bulkheads' Stats
+// after the burst.
 func AssertIsolated(tb testing.TB, bursts ...Burst) []Result {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(tb.Context(), guard)
+	return AssertIsolatedWithin(tb, guard, bursts...)
+}
+
+// AssertIsolatedWithin is [AssertIsolated] with limit, instead of a minute,
+// as the longest the run may take before the test stops.
+func AssertIsolatedWithin(tb testing.TB, limit time.Duration, bursts ...Burst) []Result {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), limit)
 	defer cancel()
 	results, err := Run(ctx, bursts...)
 	if err != nil {
@@ -170,6 +183,12 @@ func validate(bursts []Burst) error {
 			return fmt.Errorf("bulkheadtest: burst %q: Gate is nil; put a Gate inside the stub dependency", b.Name)
 		case b.Call == nil:
 			return fmt.Errorf("bulkheadtest: burst %q: Call is nil", b.Name)
+		}
+		if b.Bulkhead != nil {
+			if s := b.Bulkhead.Stats(); s.Kind == bulkhead.Pool && s.QueueCapacity > 0 {
+				return fmt.Errorf("bulkheadtest: burst %q: pool %q has a queue (QueueCapacity %d): queued tasks never reach the Gate, so the burst cannot settle; prove isolation with QueueCapacity 0",
+					b.Name, s.Name, s.QueueCapacity)
+			}
 		}
 		if other, ok := gates[b.Gate]; ok {
 			return fmt.Errorf("bulkheadtest: bursts %q and %q share a Gate; give each burst its own", other, b.Name)
@@ -337,5 +356,10 @@ func stalled(bursts []Burst, sessions []*session, mu *sync.Mutex, returned []int
 		mu.Unlock()
 		fmt.Fprintf(&b, " %s: %d of %d returned, %d at the gate;", burst.Name, r, burst.Workers, burst.Gate.inside(sessions[i]))
 	}
-	return fmt.Errorf("%s: %w", strings.TrimSuffix(b.String(), ";"), cause)
+	// The counts were read after ctx ended, when stuck calls may have
+	// returned already; name the usual places where calls get stuck.
+	return fmt.Errorf("%s (a call that neither returns nor reaches its gate waits somewhere: in a pool's queue,"+
+		" which a task never leaves for the gate while the others hold their workers (prove pools with QueueCapacity 0),"+
+		" for a semaphore permit (MaxWaitDuration), or in a client whose own limit is below the bulkhead's): %w",
+		strings.TrimSuffix(b.String(), ";"), cause)
 }

@@ -34,7 +34,16 @@
 //			Call: func(ctx context.Context) error { return get(ctx, inventoryClient, srv.URL+"/stock") }},
 //	)
 //
-// The package depends only on the root package's error vocabulary, so it
-// proves semaphore and pool bulkheads alike, and anything else that rejects
-// with [bulkhead.ErrBulkheadFull].
+// The package judges by the root package's error vocabulary, so it proves
+// semaphore and pool bulkheads alike, and anything else that rejects with
+// [bulkhead.ErrBulkheadFull]. A pool must have no queue (QueueCapacity 0)
+// for the proof: a queued task never reaches the gate while the others hold
+// the workers, so the burst could never settle. Set [Burst].Bulkhead and
+// Run refuses such a pool at once; otherwise the run stops at its time
+// limit (a minute for AssertIsolated, yours with [AssertIsolatedWithin]) and
+// says where calls may be stuck.
+//
+// Tests that import the pool package and check for leaked goroutines with
+// go.uber.org/goleak can ignore exactly the two goroutines ants starts when
+// it is initialised with [IgnoreAntsDefaultPool].
 package bulkheadtest

@@ -30,11 +30,25 @@
 // Complete settles its Future, and an optional [Canceler] that
 // [Future.Cancel] asks to stop the work.
 //
-// Callbacks run on the goroutine that completes the future, after its
-// waiters have been released: those of [Then] in the order Then was called,
-// each one even if an earlier one panicked or called runtime.Goexit. For a
-// pool task that goroutine is the worker, after the task's slot has been
-// freed, so a callback must be quick and must not block. [All] and [First]
-// start no goroutine: they hook the pending futures while they wait and take
-// the hooks off before they return.
+// [All] gathers in order and fails fast: on the first failure it returns a
+// [*TaskError] with the failing future's index (it unwraps to that future's
+// error, and is told apart from the caller's own context ending, which All
+// returns as is), keeps the values that succeeded, and cancels the futures
+// still pending. [Settle] waits for every future and returns every value
+// and error by index.
+//
+// [Future.OnComplete] and [Then] functions are callbacks, under the
+// module's callback contract (see the root package's "Callbacks"): they run
+// on the goroutine that completes the future, after its waiters have been
+// released, in the order they were registered, and a panic in one is not
+// recovered (a Then stage's own future fails first, saying so; the
+// callbacks after it miss the completion). Completing a chain of Then
+// stages takes constant stack however long it is. For a pool task that
+// goroutine is the worker, so a callback must be quick. [All], [First] and
+// [Settle] start no goroutine: they hook the pending futures
+// while they wait and take the hooks off before they return.
+//
+// A completed future keeps its value and error, and drops the work that
+// made it (a pool task's function, context and bulkhead; a Then stage's
+// function), however long it is held.
 package future

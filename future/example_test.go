@@ -70,3 +70,36 @@ func ExampleFuture_Cancel() {
 	fmt.Println(err)
 	// Output: context canceled
 }
+
+// All fails fast: the error names the failing future's index and wraps its
+// error, the values that had succeeded are kept, and the futures still
+// pending are cancelled.
+func ExampleAll_failure() {
+	boom := errors.New("lookup failed")
+	pending := future.NewPromise[int](nil)
+	fs := []*future.Future[int]{future.Completed(1, nil), pending.Future(), future.Completed(0, boom)}
+	vals, err := future.All(context.Background(), fs...)
+	var te *future.TaskError
+	fmt.Println(vals, err)
+	fmt.Println(errors.As(err, &te), te.Index, errors.Is(err, boom))
+	_, err = pending.Future().Result()
+	fmt.Println("the pending one:", err)
+	// Output:
+	// [1 0 0] future 2 failed: lookup failed
+	// true 2 true
+	// the pending one: context canceled
+}
+
+// Settle waits for every future and reports every value and error by index.
+func ExampleSettle() {
+	boom := errors.New("replica down")
+	vals, errs := future.Settle(context.Background(),
+		future.Completed("a", nil), future.Completed("", boom), future.Completed("c", nil))
+	for i := range vals {
+		fmt.Printf("%d: %q %v\n", i, vals[i], errs[i])
+	}
+	// Output:
+	// 0: "a" <nil>
+	// 1: "" replica down
+	// 2: "c" <nil>
+}

@@ -3,35 +3,48 @@ package future
 import (
 	"context"
 	"errors"
-	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
-	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/join"
 )
 
 // ErrNotDone is what [Future.Result] returns for a future that has not
-// completed yet.
+// completed yet, and what [Settle] reports for a future that had not
+// completed when its context ended.
 var ErrNotDone = errors.New("future: not done")
+
+// errThenExited completes the future of a Then whose function panicked or
+// called runtime.Goexit; the panic itself goes on up the goroutine.
+var errThenExited = errors.New("future: the Then function panicked or called runtime.Goexit")
 
 // Canceler is what [Future.Cancel] asks to stop the work behind a pending
 // future made by a [Promise]. Its Cancel must see to it that the future is
-// completed (sooner or later); *Future itself is a Canceler.
+// completed (sooner or later).
 type Canceler interface {
 	Cancel()
 }
 
+// The state word holds the state in its low two bits and, above them, how
+// many callers are using the canceler (Cancel, or a Wait helping a pool
+// task). The canceler is dropped once the future is complete and unused, so
+// that a completed future does not keep the work that made it.
 const (
 	unready    uint32 = iota // a Promise before Init
 	pending                  // waiting for its result
 	completing               // the result is being stored
 	complete
+
+	stateMask = 3
+	oneUser   = 4
 )
 
 // Future is the result of work that may not have finished yet: a value of
 // type T or an error. It completes exactly once; any number of goroutines may
 // wait on it. Futures come from a [Promise], [Completed], [Then] and from
-// the pool bulkhead's Submit and Go; the zero Future is not usable.
+// the pool bulkhead's Submit and Go; the zero Future is not usable, and
+// waiting on it panics.
 type Future[T any] struct {
 	state     atomic.Uint32
 	cancelled atomic.Bool    // Cancel has called canceler
@@ -59,9 +72,11 @@ type hook struct {
 }
 
 // hookTarget is what a hook calls when its future completes; failed reports
-// whether it completed with an error.
+// whether it completed with an error. If firing completed another future,
+// fire returns that future's hooks for the caller to run next (so that a
+// chain of Then stages completes in a loop, not a recursion).
 type hookTarget interface {
-	fire(idx int, failed bool)
+	fire(idx int, failed bool) (next *hook, nextFailed bool)
 }
 
 // closedChan is the Done channel of futures made complete.
@@ -71,13 +86,43 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
+func (f *Future[T]) isComplete() bool { return f.state.Load()&stateMask == complete }
+
+// usable panics if f is nil or was not made by a Promise, Completed, Then
+// or a pool; name is the call that was given f.
+func (f *Future[T]) usable(name string) {
+	if f == nil {
+		panic("future: " + name + " called on a nil *Future")
+	}
+	if f.state.Load() == unready {
+		panic("future: " + name + " called on a zero Future (futures come from a Promise, Completed, Then or a pool)")
+	}
+}
+
 // Wait blocks until the future completes or ctx ends, and returns the value
 // and error it completed with, or the zero value and ctx.Err(). ctx ending
 // stops the wait, not the work: call [Future.Cancel] for that. Wait does not
 // allocate (see [Future.Done] for the one channel a future may make).
+//
+// Called from inside a pool task, with the task's context (or one derived
+// from it), on the future of a task of the same pool that is still queued,
+// Wait runs that task itself on the waiting task's worker instead of
+// blocking, so that tasks waiting on their own pool cannot deadlock it.
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
-	if f.state.Load() == complete {
+	if ctx == nil || f == nil {
+		f.usable("Wait")
+		panic("future: Wait called with a nil Context")
+	}
+	if f.isComplete() {
 		return f.val, f.err
+	}
+	f.usable("Wait")
+	if h, ok := ctx.Value(join.Key).(join.Helper); ok && f.acquire() {
+		h.Help(f.canceler)
+		f.release()
+		if f.isComplete() {
+			return f.val, f.err
+		}
 	}
 	cdone := ctx.Done()
 	if cdone == nil { // ctx cannot end: no channel, no select
@@ -89,7 +134,7 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	case <-done:
 		return f.val, f.err
 	case <-cdone:
-		if f.state.Load() == complete { // both ready: the result wins
+		if f.isComplete() { // both ready: the result wins
 			return f.val, f.err
 		}
 		var zero T
@@ -105,16 +150,17 @@ func (f *Future[T]) Done() <-chan struct{} {
 	if d := f.done.Load(); d != nil {
 		return d.(chan struct{})
 	}
-	if f.state.Load() == complete {
+	if f.isComplete() {
 		return closedChan
 	}
+	f.usable("Done")
 	c := make(chan struct{})
 	if !f.done.CompareAndSwap(nil, c) {
 		return f.done.Load().(chan struct{}) // another caller made it first
 	}
 	// complete may have run between the state check and the swap, and
 	// missed c: then close it here (whoever swaps it out closes it).
-	if f.state.Load() == complete && f.done.CompareAndSwap(c, closedChan) {
+	if f.isComplete() && f.done.CompareAndSwap(c, closedChan) {
 		close(c)
 	}
 	return c
@@ -123,7 +169,7 @@ func (f *Future[T]) Done() <-chan struct{} {
 // Result returns the value and error the future completed with, without
 // blocking; before it completes it returns the zero value and [ErrNotDone].
 func (f *Future[T]) Result() (T, error) {
-	if f.state.Load() != complete {
+	if !f.isComplete() {
 		var zero T
 		return zero, ErrNotDone
 	}
@@ -134,13 +180,15 @@ func (f *Future[T]) Result() (T, error) {
 // once the future has completed. A pool task still in the queue never runs
 // and its future fails at once with [context.Canceled]; a running task has
 // its context cancelled, and its future completes when it returns. A future
-// of a [Promise] made with a Canceler calls that Canceler (the first time);
-// one made without fails at once with context.Canceled.
+// made by [Then] fails at once with context.Canceled, and its source runs
+// on. A future of a [Promise] made with a Canceler calls that Canceler (the
+// first time); one made without fails at once with context.Canceled.
 func (f *Future[T]) Cancel() {
-	if f.state.Load() != pending {
+	if !f.acquire() {
 		return
 	}
 	if f.canceler == nil {
+		f.release()
 		var zero T
 		f.complete(zero, context.Canceled)
 		return
@@ -148,58 +196,139 @@ func (f *Future[T]) Cancel() {
 	if f.cancelled.CompareAndSwap(false, true) {
 		f.canceler.Cancel()
 	}
+	f.release()
 }
 
-// complete stores the result and releases the waiters, once; it reports
-// whether this call did it.
+// acquire lets the caller use f.canceler until release, if f is pending.
+func (f *Future[T]) acquire() bool {
+	for {
+		s := f.state.Load()
+		if s&stateMask != pending {
+			return false
+		}
+		if f.state.CompareAndSwap(s, s+oneUser) {
+			return true
+		}
+	}
+}
+
+// release ends a use of f.canceler; the last user of a complete future
+// drops it.
+func (f *Future[T]) release() {
+	if f.state.Add(^uint32(oneUser-1)) == complete {
+		f.dropCanceler()
+	}
+}
+
+// dropper is a Canceler that holds more than it needs once its future is
+// complete (a Then stage's function).
+type dropper interface{ drop() }
+
+// dropCanceler forgets the canceler of a complete future that nobody uses.
+func (f *Future[T]) dropCanceler() {
+	if d, ok := f.canceler.(dropper); ok {
+		d.drop()
+	}
+	f.canceler = nil
+}
+
+// complete stores the result, releases the waiters and runs the callbacks,
+// once; it reports whether this call did it.
 func (f *Future[T]) complete(v T, err error) bool {
-	if !f.state.CompareAndSwap(pending, completing) {
-		return false
+	h, ok := f.settle(v, err)
+	if h != nil {
+		runHooks(h, err != nil)
+	}
+	return ok
+}
+
+// settle stores the result and releases the waiters, once, and returns the
+// callbacks that are now due (for the caller to run) and whether this call
+// completed f.
+func (f *Future[T]) settle(v T, err error) (*hook, bool) {
+	for {
+		s := f.state.Load()
+		if s&stateMask != pending {
+			return nil, false
+		}
+		if f.state.CompareAndSwap(s, s+1) { // pending → completing, users kept
+			break
+		}
 	}
 	f.val, f.err = v, err
-	f.state.Store(complete)
+	c := f.canceler
+	if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler
+		f.dropCanceler()
+	}
 	// Close the Done channel if someone made one. Done checks the state
 	// after making it, so one of the two sees the other.
 	if d := f.done.Load(); d != nil {
-		if c := d.(chan struct{}); c != closedChan && f.done.CompareAndSwap(c, closedChan) {
-			close(c)
+		if ch := d.(chan struct{}); ch != closedChan && f.done.CompareAndSwap(ch, closedChan) {
+			close(ch)
 		}
 	}
 	f.wg.Done()
 	// onDone links a hook before it looks at the state, and this looks at
 	// the list after storing the state: one of the two sees the other.
-	if f.head.Load() != nil {
-		f.mu.Lock()
-		h := f.head.Load()
-		for x := h; x != nil; x = x.next {
-			x.linked = false
-		}
-		f.head.Store(nil)
-		f.tail = nil
-		f.mu.Unlock()
-		runHooks(h, err != nil)
+	if f.head.Load() == nil {
+		return nil, true
 	}
-	return true
+	f.mu.Lock()
+	h := f.head.Load()
+	for x := h; x != nil; x = x.next {
+		x.linked = false
+	}
+	f.head.Store(nil)
+	f.tail = nil
+	f.mu.Unlock()
+	if o, ok := c.(join.Owner); ok && userCallbacks(h) {
+		o.BeforeCallbacks()
+	}
+	return h, true
 }
 
-// runHooks fires h and the hooks after it, in order. If one panics or calls
-// runtime.Goexit, the rest still run (from a deferred call) before the
-// panic or Goexit goes on unwinding the goroutine.
-func runHooks(h *hook, failed bool) {
+// userCallbacks reports whether hooks h include a user's callback (a Then
+// function), as opposed to the waiters of All, First and Settle, which
+// cannot panic or end the goroutine.
+func userCallbacks(h *hook) bool {
 	for ; h != nil; h = h.next {
-		fireGuarded(h, failed)
+		if _, ok := h.x.(*waiter); !ok {
+			return true
+		}
 	}
+	return false
 }
 
-func fireGuarded(h *hook, failed bool) {
-	normal := false
-	defer func() {
-		if !normal {
-			runHooks(h.next, failed)
+// runHooks fires h and the hooks after it, in order, and the hooks of the
+// futures that firing completes, depth first, in a loop. It recovers
+// nothing: if a callback panics or calls runtime.Goexit, the hooks not yet
+// fired miss this completion (the callback contract of the root package).
+func runHooks(h *hook, failed bool) {
+	type rest struct {
+		h      *hook
+		failed bool
+	}
+	var later []rest
+	for {
+		for h != nil {
+			next := h.next
+			nh, nf := h.x.fire(h.idx, failed)
+			if nh != nil {
+				if next != nil {
+					later = append(later, rest{next, failed})
+				}
+				h, failed = nh, nf
+				continue
+			}
+			h = next
 		}
-	}()
-	h.x.fire(h.idx, failed)
-	normal = true
+		if len(later) == 0 {
+			return
+		}
+		r := later[len(later)-1]
+		later = later[:len(later)-1]
+		h, failed = r.h, r.failed
+	}
 }
 
 // onDone arranges for h to fire once the future has completed: at once on
@@ -215,10 +344,12 @@ func (f *Future[T]) onDone(h *hook) bool {
 		f.tail.next = h
 	}
 	f.tail = h
-	if f.state.Load() == complete { // complete may not have seen h: fire it here
+	if f.isComplete() { // complete may not have seen h: fire it here
 		f.unlinkLocked(h)
 		f.mu.Unlock()
-		h.x.fire(h.idx, f.err != nil)
+		if nh, nf := h.x.fire(h.idx, f.err != nil); nh != nil {
+			runHooks(nh, nf)
+		}
 		return false
 	}
 	f.mu.Unlock()
@@ -251,13 +382,14 @@ func (f *Future[T]) unlinkLocked(h *hook) {
 // Promise is the writing side of a [Future]: whoever holds it completes the
 // future, once. Make one with [NewPromise], or embed a Promise value in a
 // larger struct and call [Promise.Init], so that one allocation holds both
-// (the pool bulkhead does this for each task).
+// (the future then keeps that struct alive for as long as it is held).
 type Promise[T any] struct {
 	f Future[T]
 }
 
 // NewPromise returns a Promise whose future is pending. c, which may be nil,
-// is what [Future.Cancel] calls while the future is pending.
+// is what [Future.Cancel] calls while the future is pending. The future
+// drops c once it has completed.
 func NewPromise[T any](c Canceler) *Promise[T] {
 	p := new(Promise[T])
 	p.Init(c)
@@ -279,7 +411,8 @@ func (p *Promise[T]) Future() *Future[T] { return &p.f }
 
 // Complete completes the future with v and err, and reports whether this
 // call did so; every call after the first (or after Cancel completed the
-// future) does nothing and returns false.
+// future) does nothing and returns false. The future's callbacks run on
+// the caller, before Complete returns.
 func (p *Promise[T]) Complete(v T, err error) bool {
 	if p.f.state.Load() == unready {
 		panic("future: Promise used before Init")
@@ -295,27 +428,62 @@ func Completed[T any](v T, err error) *Future[T] {
 	return f
 }
 
+// TaskError is the error of [All] when one of its futures fails: Index is
+// that future's position among All's arguments, and Err (which Unwrap
+// returns) its error.
+type TaskError struct {
+	Index int
+	Err   error
+}
+
+// Error returns "future <index> failed: " followed by the future's error.
+func (e *TaskError) Error() string {
+	return "future " + strconv.Itoa(e.Index) + " failed: " + e.Err.Error()
+}
+
+// Unwrap returns the failed future's error.
+func (e *TaskError) Unwrap() error { return e.Err }
+
 // All waits for every future and returns their values in argument order.
-// It returns early, with nil values, as soon as one of them fails: with the
-// error of the first to fail in time (of those that had already failed when
-// All was called, the first in argument order), or with ctx.Err() if ctx
-// ends first. It does not cancel the others: cancel them if their results
-// are no longer wanted. All starts no goroutine: it hooks each pending
-// future, wakes once (when the last succeeds or the first fails), and takes
-// its hooks off before it returns.
+// It fails fast: as soon as one of them fails (of those that had already
+// failed when All was called, the first in argument order), it cancels the
+// others that have not completed and returns a [*TaskError] with that
+// future's index and error, along with the values of the futures that had
+// succeeded (the zero value for the rest). If ctx ends first, it returns
+// ctx.Err() itself, with the values so far, and cancels nothing. All starts
+// no goroutine: it hooks each pending future, wakes once, and takes its
+// hooks off before it returns.
 func All[T any](ctx context.Context, fs ...*Future[T]) ([]T, error) {
-	i, err := await(ctx, fs, false)
+	i, err := await(ctx, "All", fs, waitAll)
+	out := make([]T, len(fs))
+	for j, f := range fs {
+		if f.isComplete() && f.err == nil {
+			out[j] = f.val
+		}
+	}
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	if i >= 0 {
-		return nil, fs[i].err
-	}
-	out := make([]T, len(fs))
-	for i, f := range fs {
-		out[i] = f.val
+		for _, f := range fs {
+			f.Cancel()
+		}
+		return out, &TaskError{Index: i, Err: fs[i].err}
 	}
 	return out, nil
+}
+
+// Settle waits until every future has completed, or ctx ends, and returns
+// every value and error by index: errs[i] is fs[i]'s error (nil if it
+// succeeded), or [ErrNotDone] if it had not completed when ctx ended. It
+// cancels nothing, and starts no goroutine.
+func Settle[T any](ctx context.Context, fs ...*Future[T]) (vals []T, errs []error) {
+	_, _ = await(ctx, "Settle", fs, waitSettle)
+	vals, errs = make([]T, len(fs)), make([]error, len(fs))
+	for i, f := range fs {
+		vals[i], errs[i] = f.Result()
+	}
+	return vals, errs
 }
 
 // errNoFutures is First's error when it is given nothing to wait for.
@@ -331,40 +499,59 @@ func First[T any](ctx context.Context, fs ...*Future[T]) (T, error) {
 	if len(fs) == 0 {
 		return zero, errNoFutures
 	}
-	i, err := await(ctx, fs, true)
+	i, err := await(ctx, "First", fs, waitFirst)
 	if err != nil {
 		return zero, err
 	}
 	return fs[i].val, fs[i].err
 }
 
-// waiter is what All and First wait on: one hook on each pending future,
-// and one wake-up once the outcome is known.
+// waitMode says what decides an await: the first completion (First), the
+// first failure or the last success (All), or the last completion (Settle).
+type waitMode uint8
+
+const (
+	waitAll waitMode = iota
+	waitFirst
+	waitSettle
+)
+
+// waiter is what All, First and Settle wait on: one hook on each pending
+// future, and one wake-up once the outcome is known.
 type waiter struct {
-	anyDone bool          // First: the first completion decides; All: the first failure, or the last success
-	left    atomic.Int64  // All: successes still awaited, plus one while hooks are being added
-	first   atomic.Int64  // 1 + index of the deciding future; 0 until then
-	wake    chan struct{} // buffered 1; only the decider, or the last success, sends
-	hooks   []hook
+	mode  waitMode
+	left  atomic.Int64  // completions still awaited (All: successes), plus one while hooks are being added
+	first atomic.Int64  // 1 + index of the deciding future; 0 until then
+	wake  chan struct{} // buffered 1; only the decider, or the last counted, sends
+	hooks []hook
 }
 
-func (w *waiter) fire(idx int, failed bool) {
-	if failed || w.anyDone {
+func (w *waiter) fire(idx int, failed bool) (*hook, bool) {
+	if w.mode == waitFirst || (failed && w.mode == waitAll) {
 		if w.first.CompareAndSwap(0, int64(idx)+1) {
 			w.wake <- struct{}{}
 		}
-		return
+		return nil, false
 	}
 	if w.left.Add(-1) == 0 {
 		w.wake <- struct{}{}
 	}
+	return nil, false
 }
 
-// await waits for the outcome of fs for All (anyDone false: every future
-// succeeds, or one fails) or First (anyDone true: one completes). It
-// returns the index of the deciding future, -1 if every one succeeded, or
-// ctx.Err(). It leaves no hook behind.
-func await[T any](ctx context.Context, fs []*Future[T], anyDone bool) (int, error) {
+// await waits for the outcome of fs in the given mode. It returns the index
+// of the deciding future (-1 if none decided: every one succeeded for All,
+// every one completed for Settle), or ctx.Err(). It leaves no hook behind.
+func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMode) (int, error) {
+	if ctx == nil {
+		panic("future: " + name + " called with a nil Context")
+	}
+	for i, f := range fs {
+		if f == nil {
+			panic("future: " + name + " called with a nil *Future at index " + strconv.Itoa(i))
+		}
+		f.usable(name)
+	}
 	var w *waiter
 	unhook := func() {
 		if w != nil {
@@ -374,8 +561,8 @@ func await[T any](ctx context.Context, fs []*Future[T], anyDone bool) (int, erro
 		}
 	}
 	for i, f := range fs {
-		if f.state.Load() == complete {
-			if anyDone || f.err != nil {
+		if f.isComplete() {
+			if mode == waitFirst || (mode == waitAll && f.err != nil) {
 				unhook()
 				return i, nil
 			}
@@ -383,21 +570,21 @@ func await[T any](ctx context.Context, fs []*Future[T], anyDone bool) (int, erro
 		}
 		if w == nil {
 			// hooks never grows past this capacity: they are linked by address.
-			w = &waiter{anyDone: anyDone, wake: make(chan struct{}, 1), hooks: make([]hook, 0, len(fs)-i)}
+			w = &waiter{mode: mode, wake: make(chan struct{}, 1), hooks: make([]hook, 0, len(fs)-i)}
 			w.left.Store(1) // held until every hook is on
 		}
 		w.hooks = append(w.hooks, hook{idx: i})
 		h := &w.hooks[len(w.hooks)-1]
 		h.x = w
-		if !anyDone {
+		if mode != waitFirst {
 			w.left.Add(1)
 		}
 		f.onDone(h)
 	}
 	if w == nil {
-		return -1, nil // All: every future had succeeded already
+		return -1, nil // every future had completed (and succeeded, for All)
 	}
-	if !anyDone && w.left.Add(-1) == 0 {
+	if mode != waitFirst && w.left.Add(-1) == 0 {
 		w.wake <- struct{}{}
 	}
 	select {
@@ -417,18 +604,55 @@ func await[T any](ctx context.Context, fs []*Future[T], anyDone bool) (int, erro
 	return -1, nil
 }
 
+// OnComplete arranges for fn to be called with the future's value and error
+// once it completes. fn is a callback (see the root package's "Callbacks"):
+// it runs on the goroutine that completes the future, after the waiters have
+// been released and after the callbacks registered before it, or at once on
+// the caller if the future has already completed. For a pool task that
+// goroutine is the worker, so fn must be quick. A panic in fn is not
+// recovered.
+func (f *Future[T]) OnComplete(fn func(T, error)) {
+	if fn == nil {
+		panic("future: OnComplete called with a nil function")
+	}
+	f.usable("OnComplete")
+	c := &onComplete[T]{f: f, fn: fn}
+	c.h.x = c
+	f.onDone(&c.h)
+}
+
+// onComplete is one OnComplete: its hook and its function.
+type onComplete[T any] struct {
+	h  hook
+	f  *Future[T]
+	fn func(T, error)
+}
+
+func (c *onComplete[T]) fire(int, bool) (*hook, bool) {
+	c.fn(c.f.val, c.f.err)
+	return nil, false
+}
+
 // Then returns a future that completes with fn's result once f succeeds, or
-// with f's error (fn not called) once f fails. fn runs on the goroutine that
-// completes f, or at once on the caller of Then if f has already completed.
-// For a pool task that is the worker, after the task's slot has been freed
-// but before the worker takes its next task, so fn must be quick and must
-// not block. Callbacks on one future run in the order Then was called, and
-// a panic or runtime.Goexit in one does not stop the others; a panic in fn
-// completes the new future with a [*bulkhead.PanicError]. Cancelling the new
-// future cancels f.
+// with f's error (fn not called) once f fails. fn is a callback (see the
+// root package's "Callbacks"): it runs on the goroutine that completes f, or
+// at once on the caller of Then if f has already completed, after the
+// callbacks registered on f before it. For a pool task that goroutine is the
+// worker, so fn must be quick and must not block. If fn panics or calls
+// runtime.Goexit, the new future fails with an error saying so and the panic
+// goes on up that goroutine. Cancelling the new future fails it with
+// [context.Canceled] and leaves f running: cancel f to stop the work.
+// Completing a chain of Then stages takes constant stack, however long.
 func Then[T, U any](f *Future[T], fn func(T) (U, error)) *Future[U] {
+	if f == nil {
+		panic("future: Then called with a nil *Future")
+	}
+	if fn == nil {
+		panic("future: Then called with a nil function")
+	}
+	f.usable("Then")
 	t := &then[T, U]{src: f, fn: fn}
-	t.p.Init(f)
+	t.p.Init(t)
 	t.h.x = t
 	f.onDone(&t.h)
 	return t.p.Future()
@@ -443,22 +667,50 @@ type then[T, U any] struct {
 	fn  func(T) (U, error)
 }
 
-func (t *then[T, U]) fire(int, bool) {
-	if err := t.src.err; err != nil {
-		var zero U
-		t.p.Complete(zero, err)
-		return
-	}
-	v, err := callThen(t.fn, t.src.val)
-	t.p.Complete(v, err)
+// Cancel is the new future's Canceler: the source runs on.
+func (t *then[T, U]) Cancel() {
+	t.src.unhook(&t.h)
+	var zero U
+	t.p.f.complete(zero, context.Canceled)
 }
 
-func callThen[T, U any](fn func(T) (U, error), v T) (u U, err error) {
+// drop forgets fn (and what it captured) once the new future is complete.
+func (t *then[T, U]) drop() { t.fn = nil }
+
+// fire runs the stage. It holds the new future's canceler (t itself) while
+// it uses fn, so that completion cannot drop fn under it.
+func (t *then[T, U]) fire(int, bool) (*hook, bool) {
+	f := &t.p.f
+	if !f.acquire() { // cancelled: fn is not wanted
+		return nil, false
+	}
+	var h *hook
+	var err error
+	if err = t.src.err; err != nil {
+		var zero U
+		h, _ = f.settle(zero, err)
+	} else {
+		var v U
+		v, err = t.call(t.src.val)
+		h, _ = f.settle(v, err)
+	}
+	f.release()
+	return h, err != nil
+}
+
+// call runs fn. If fn does not return (a panic, runtime.Goexit), the new
+// future fails first, and the panic goes on unrecovered.
+func (t *then[T, U]) call(v T) (U, error) {
+	returned := false
 	defer func() {
-		if r := recover(); r != nil {
+		if !returned {
 			var zero U
-			u, err = zero, &bulkhead.PanicError{Value: r, Stack: debug.Stack()}
+			h, _ := t.p.f.settle(zero, errThenExited)
+			t.p.f.release()
+			runHooks(h, true)
 		}
 	}()
-	return fn(v)
+	u, err := t.fn(v)
+	returned = true
+	return u, err
 }

@@ -3,6 +3,7 @@ package future_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,7 +11,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
 )
 
@@ -248,8 +248,13 @@ func TestAll(t *testing.T) {
 func TestAllFirstErrorInArgumentOrder(t *testing.T) {
 	e1, e2 := errors.New("one"), errors.New("two")
 	fs := []*future.Future[int]{future.Completed(0, nil), future.Completed(0, e1), future.Completed(0, e2)}
-	if _, err := future.All(context.Background(), fs...); err != e1 {
-		t.Fatalf("err = %v, want %v", err, e1)
+	_, err := future.All(context.Background(), fs...)
+	var te *future.TaskError
+	if !errors.As(err, &te) || te.Index != 1 || !errors.Is(err, e1) {
+		t.Fatalf("err = %v, want a TaskError for index 1 wrapping %v", err, e1)
+	}
+	if want := "future 1 failed: one"; err.Error() != want {
+		t.Fatalf("err = %q, want %q", err, want)
 	}
 }
 
@@ -257,8 +262,104 @@ func TestAllContext(t *testing.T) {
 	p := future.NewPromise[int](nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := future.All(ctx, future.Completed(1, nil), p.Future()); !errors.Is(err, context.Canceled) {
+	vals, err := future.All(ctx, future.Completed(1, nil), p.Future())
+	if err != context.Canceled || len(vals) != 2 || vals[0] != 1 {
+		t.Fatalf("All = %v, %v; want [1 0] and ctx's own error", vals, err)
+	}
+	// The caller's context ending is told apart from a future that was
+	// cancelled: that one is a TaskError.
+	c := future.NewPromise[int](nil)
+	c.Future().Cancel()
+	_, err = future.All(context.Background(), c.Future())
+	var te *future.TaskError
+	if !errors.As(err, &te) || te.Index != 0 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("All with a cancelled future = %v, want a TaskError", err)
+	}
+	if p.Future().Cancel(); !errors.Is(func() error { _, e := p.Future().Result(); return e }(), context.Canceled) {
+		t.Fatal("cleanup")
+	}
+}
+
+// All cancels the futures still pending when one fails, and returns the
+// values of those that had succeeded.
+func TestAllCancelsTheRestAndKeepsValues(t *testing.T) {
+	ok := future.Completed(7, nil)
+	var cancelled atomic.Int32
+	pending := future.NewPromise[int](cancelFunc(func() { cancelled.Add(1) }))
+	failing := future.NewPromise[int](nil)
+	boom := errors.New("boom")
+	go failing.Complete(0, boom)
+	vals, err := future.All(guardCtx(t), ok, pending.Future(), failing.Future())
+	var te *future.TaskError
+	if !errors.As(err, &te) || te.Index != 2 || te.Err != boom {
 		t.Fatalf("err = %v", err)
+	}
+	if len(vals) != 3 || vals[0] != 7 || vals[1] != 0 {
+		t.Fatalf("vals = %v, want [7 0 0]", vals)
+	}
+	if cancelled.Load() != 1 {
+		t.Fatalf("the pending future was cancelled %d times, want 1", cancelled.Load())
+	}
+	pending.Complete(0, context.Canceled)
+}
+
+type cancelFunc func()
+
+func (f cancelFunc) Cancel() { f() }
+
+// Settle waits for every future and reports every value and error by
+// index; those not done when its context ends say ErrNotDone.
+func TestSettle(t *testing.T) {
+	boom := errors.New("boom")
+	late := future.NewPromise[int](nil)
+	go late.Complete(3, nil)
+	vals, errs := future.Settle(guardCtx(t), future.Completed(1, nil), future.Completed(0, boom), late.Future())
+	if len(vals) != 3 || vals[0] != 1 || vals[2] != 3 || errs[0] != nil || errs[1] != boom || errs[2] != nil {
+		t.Fatalf("Settle = %v, %v", vals, errs)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	never := future.NewPromise[int](nil)
+	vals, errs = future.Settle(ended, future.Completed(1, nil), never.Future())
+	if vals[0] != 1 || errs[0] != nil || errs[1] != future.ErrNotDone {
+		t.Fatalf("Settle with an ended context = %v, %v", vals, errs)
+	}
+	if n := future.HookCount(never.Future()); n != 0 {
+		t.Fatalf("Settle left %d hooks", n)
+	}
+}
+
+// Nil and zero inputs panic with a message naming the call.
+func TestFirstContactMisuse(t *testing.T) {
+	var zero future.Future[int]
+	ok := future.Completed(1, nil)
+	for name, tc := range map[string]struct {
+		fn   func()
+		want string
+	}{
+		"Wait(nil)":       {func() { _, _ = future.NewPromise[int](nil).Future().Wait(nil) }, "future: Wait called with a nil Context"},
+		"zero Wait":       {func() { _, _ = zero.Wait(context.Background()) }, "future: Wait called on a zero Future"},
+		"nil in All":      {func() { _, _ = future.All(context.Background(), ok, nil) }, "future: All called with a nil *Future at index 1"},
+		"nil in First":    {func() { _, _ = future.First[int](context.Background(), nil) }, "future: First called with a nil *Future at index 0"},
+		"nil in Settle":   {func() { _, _ = future.Settle[int](context.Background(), nil) }, "future: Settle called with a nil *Future at index 0"},
+		"zero in All":     {func() { _, _ = future.All(context.Background(), &zero) }, "future: All called on a zero Future"},
+		"Then(nil, fn)":   {func() { future.Then(nil, func(int) (int, error) { return 0, nil }) }, "future: Then called with a nil *Future"},
+		"Then(f, nil)":    {func() { future.Then[int, int](ok, nil) }, "future: Then called with a nil function"},
+		"All(nil ctx)":    {func() { _, _ = future.All(nil, ok) }, "future: All called with a nil Context"},
+		"nil Future.Wait": {func() { var f *future.Future[int]; _, _ = f.Wait(context.Background()) }, "future: Wait called on a nil *Future"},
+	} {
+		func() {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, tc.want) {
+					t.Errorf("%s: panic %v, want %q", name, r, tc.want)
+				}
+			}()
+			tc.fn()
+		}()
+	}
+	if v, err := zero.Result(); err != future.ErrNotDone || v != 0 {
+		t.Fatalf("zero Result = %v, %v", v, err)
 	}
 }
 
@@ -328,24 +429,50 @@ func TestThenError(t *testing.T) {
 	}
 }
 
-func TestThenPanic(t *testing.T) {
-	g := future.Then(future.Completed(1, nil), func(int) (int, error) { panic("oops") })
+// A Then function's panic is not recovered: it goes on up the goroutine
+// (here the caller of Then, since the source is complete), and the new
+// future has failed first, saying so.
+func TestThenPanicGoesUp(t *testing.T) {
+	var g *future.Future[int]
+	src := future.NewPromise[int](nil)
+	after := future.NewPromise[int](nil)
+	func() {
+		defer func() {
+			if r := recover(); r != "oops" {
+				t.Fatalf("recover() = %v, want the Then function's panic", r)
+			}
+		}()
+		g = future.Then(src.Future(), func(int) (int, error) { panic("oops") })
+		future.Then(g, func(v int) (int, error) { return v, nil }) // fails with g
+		src.Complete(1, nil)
+	}()
 	_, err := g.Result()
-	var pe *bulkhead.PanicError
-	if !errors.As(err, &pe) || pe.Value != "oops" || len(pe.Stack) == 0 {
-		t.Fatalf("err = %v, want a PanicError with value and stack", err)
+	if err == nil || !strings.Contains(err.Error(), "panicked or called runtime.Goexit") {
+		t.Fatalf("Then future: %v, want the error saying its function did not return", err)
 	}
+	_ = after
 }
 
-func TestThenCancelCancelsSource(t *testing.T) {
+// Cancelling a future made by Then cancels only that derivation: the source
+// and its other Then chains run on.
+func TestThenCancelLeavesSource(t *testing.T) {
 	p := future.NewPromise[int](nil)
-	g := future.Then(p.Future(), func(v int) (int, error) { return v, nil })
-	g.Cancel()
-	if _, err := p.Future().Result(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("source: %v, want context.Canceled", err)
-	}
-	if _, err := g.Result(); !errors.Is(err, context.Canceled) {
+	called := false
+	a := future.Then(p.Future(), func(v int) (int, error) { called = true; return v, nil })
+	b := future.Then(p.Future(), func(v int) (int, error) { return v + 1, nil })
+	a.Cancel()
+	if _, err := a.Result(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Then future: %v, want context.Canceled", err)
+	}
+	if _, err := p.Future().Result(); err != future.ErrNotDone {
+		t.Fatalf("source: %v, want still pending", err)
+	}
+	if n := future.HookCount(p.Future()); n != 1 {
+		t.Fatalf("%d hooks on the source, want 1 (b's)", n)
+	}
+	p.Complete(1, nil)
+	if v, err := b.Result(); v != 2 || err != nil || called {
+		t.Fatalf("sibling = %v, %v; cancelled fn called = %v", v, err, called)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -35,12 +36,14 @@ func TestThenCallbacksRunInOrder(t *testing.T) {
 	}
 }
 
-// A callback that calls runtime.Goexit (t.FailNow in a test's callback) does
-// not keep the others from running, before or after it.
-func TestGoexitInCallbackRunsTheOthers(t *testing.T) {
+// A Then function that calls runtime.Goexit (t.FailNow in a test's
+// callback) ends the completing goroutine after its own future has failed;
+// the callbacks before it ran, those after it miss this completion (the
+// root package's callback contract), and the source is complete.
+func TestGoexitInCallback(t *testing.T) {
 	p := future.NewPromise[int](nil)
 	before := future.Then(p.Future(), func(v int) (int, error) { return v + 1, nil })
-	future.Then(p.Future(), func(int) (int, error) { runtime.Goexit(); return 0, nil })
+	exits := future.Then(p.Future(), func(int) (int, error) { runtime.Goexit(); return 0, nil })
 	after := future.Then(p.Future(), func(v int) (int, error) { return v + 2, nil })
 	done := make(chan struct{})
 	go func() {
@@ -49,11 +52,19 @@ func TestGoexitInCallbackRunsTheOthers(t *testing.T) {
 		t.Error("Complete returned: the callback did not call Goexit")
 	}()
 	<-done
-	for i, f := range []*future.Future[int]{before, after} {
-		if v, err := f.Result(); err != nil || v != 2+i {
-			t.Errorf("callback %d: %v, %v", i, v, err)
-		}
+	if v, err := before.Result(); err != nil || v != 2 {
+		t.Errorf("before: %v, %v", v, err)
 	}
+	if _, err := exits.Result(); err == nil || err == future.ErrNotDone {
+		t.Errorf("the exiting stage: %v, want failed", err)
+	}
+	if _, err := after.Result(); err != future.ErrNotDone {
+		t.Errorf("after: %v, want it to have missed the completion", err)
+	}
+	if v, err := p.Future().Result(); v != 1 || err != nil {
+		t.Errorf("source: %v, %v", v, err)
+	}
+	after.Cancel()
 }
 
 // All returns as soon as one future fails, without waiting for those before
@@ -80,8 +91,8 @@ func TestAllFailsFast(t *testing.T) {
 		ps[1].Complete(0, e1)
 		select {
 		case r := <-got:
-			if r.err != e2 || r.vals != nil {
-				t.Fatalf("All = %v, %v; want nil, %v", r.vals, r.err, e2)
+			if !errors.Is(r.err, e2) || len(r.vals) != 3 {
+				t.Fatalf("All = %v, %v; want zero values, %v", r.vals, r.err, e2)
 			}
 		default:
 			t.Fatal("All still waits although a future failed")
@@ -155,5 +166,25 @@ func TestThenAndAllCosts(t *testing.T) {
 	fs := []*future.Future[int]{done, done, done}
 	if a := testing.AllocsPerRun(100, func() { future.All(context.Background(), fs...) }); a > 1 {
 		t.Errorf("All of complete futures: %v allocs, want 1 (the result)", a)
+	}
+}
+
+// OnComplete callbacks run once, in registration order with Then's, on the
+// completing goroutine, or at once on a completed future.
+func TestOnComplete(t *testing.T) {
+	p := future.NewPromise[int](nil)
+	var log []string
+	p.Future().OnComplete(func(v int, err error) { log = append(log, "a") })
+	future.Then(p.Future(), func(v int) (int, error) { log = append(log, "then"); return v, nil })
+	p.Future().OnComplete(func(v int, err error) {
+		if v != 5 || err != nil {
+			t.Errorf("OnComplete got %v, %v", v, err)
+		}
+		log = append(log, "b")
+	})
+	p.Complete(5, nil)
+	p.Future().OnComplete(func(int, error) { log = append(log, "late") })
+	if got := strings.Join(log, " "); got != "a then b late" {
+		t.Fatalf("callbacks ran %q", got)
 	}
 }

@@ -24,11 +24,34 @@
 // Submit never blocks. A task starts at once on a free worker, waits in the
 // queue if every worker is busy, or is rejected at once with a
 // [*bulkhead.FullError] when the queue is full too; the pool never rejects
-// while fewer than MaxWorkers tasks run. A queued task whose context ends or
-// whose future is cancelled leaves the queue at once and never runs; one
-// still queued after QueueTimeout is dropped with a FullError. A task
-// that panics fails its future with a [*bulkhead.PanicError] and its worker
-// carries on.
+// while fewer than MaxWorkers tasks run. That is load shedding. For fan-out
+// where every task must run, [SubmitWait] (and [Bulkhead.GoWait]) waits for
+// room instead, first in, first out, for as long as its context allows:
+//
+//	var fs []*future.Future[int]
+//	for i := range 50 {
+//		f, err := pool.SubmitWait(ctx, lookups, func(ctx context.Context) (int, error) { return lookup(ctx, i) })
+//		if err != nil {
+//			return nil, err
+//		}
+//		fs = append(fs, f)
+//	}
+//	return future.All(ctx, fs...) // in order; on a failure, its index, and the rest cancelled
+//
+// A queued task whose context ends or whose future is cancelled leaves the
+// queue at once and never runs; one still queued after QueueTimeout is
+// dropped with a FullError. A task that panics fails its future with a
+// [*bulkhead.PanicError], one that calls runtime.Goexit fails it too, and
+// its worker carries on. A task's context ends with its submitter's: work
+// that must outlive a request (an email sent after the response) is
+// submitted with context.WithoutCancel(r.Context()).
+//
+// A task that submits to its own pool and waits for the result cannot
+// deadlock the pool: [future.Future.Wait], given the task's context, runs
+// the awaited task itself on the waiting task's worker if it is still
+// queued (the way Java's ForkJoinPool helps instead of blocking). The
+// helped task is permitted, runs and finishes like any other, and counts in
+// InFlight beside the task that waits for it.
 //
 // The workers are goroutines of an [github.com/panjf2000/ants/v2] pool that
 // the Bulkhead owns; the queue and the accounting are the Bulkhead's own.
@@ -36,17 +59,19 @@
 // callbacks of finished tasks), a task starts on a goroutine of the
 // Bulkhead's own instead of waiting. [Bulkhead.Reconfigure] changes the
 // limits without blocking, and [Bulkhead.Close] stops the Bulkhead and waits
-// for its goroutines to exit.
+// for its workers.
 //
-// Event subscribers and [future.Then] callbacks of a task run on its worker
-// after the task's slot has been freed and before the worker takes the next
-// queued task: keep them quick and non-blocking.
+// Event subscribers and [future.Then] callbacks follow the module's callback
+// contract (see the root package's "Callbacks"): on a worker they run after
+// the task's slot has been freed and its future completed, and after the
+// worker has handed any queued task it owed to another worker, so the pool
+// is consistent whatever they do. Keep them quick. A panic in one is not
+// recovered: on a worker it ends the program (ants' own recovery, which
+// would log it and carry on, is turned off).
 //
-// Tests that check for leaked goroutines with go.uber.org/goleak should
-// ignore the two goroutines ants starts for its package-level default pool
-// when it is imported: goleak.IgnoreCurrent() in TestMain, or
-// goleak.IgnoreTopFunction for
-// "github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers" and
-// "github.com/panjf2000/ants/v2.(*poolCommon).ticktock". A Bulkhead that
-// was closed leaves none of its own.
+// Importing this package starts the two goroutines of ants' package-level
+// default pool, which never exit. Tests that check for leaked goroutines
+// with go.uber.org/goleak can ignore exactly those two with
+// bulkheadtest.IgnoreAntsDefaultPool. A Bulkhead that was closed leaves no
+// goroutine of its own.
 package pool

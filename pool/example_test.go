@@ -34,6 +34,33 @@ func ExampleSubmit() {
 	// Output: [100 200 300] <nil>
 }
 
+// Fan-out that must run every task: 50 lookups on 4 workers with a queue of
+// 10. SubmitWait waits for room instead of rejecting; future.All gathers the
+// values in order, and if one lookup fails it returns that lookup's index
+// and error and cancels the rest.
+func ExampleSubmitWait() {
+	ctx := context.Background()
+	lookups, err := pool.New("lookups", pool.Config{MaxWorkers: 4, QueueCapacity: 10})
+	if err != nil {
+		panic(err)
+	}
+	defer lookups.Close(ctx)
+	lookup := func(ctx context.Context, i int) (int, error) { return i * i, nil } // the real call
+
+	var fs []*future.Future[int]
+	for i := range 50 {
+		f, err := pool.SubmitWait(ctx, lookups, func(ctx context.Context) (int, error) { return lookup(ctx, i) })
+		if err != nil {
+			panic(err) // ctx ended, or the pool was closed
+		}
+		fs = append(fs, f)
+	}
+	vals, err := future.All(ctx, fs...)
+
+	fmt.Println(len(vals), vals[7], err, lookups.Stats().Rejected)
+	// Output: 50 49 <nil> 0
+}
+
 func ExampleBulkhead_Go() {
 	ctx := context.Background()
 	audit, _ := pool.New("audit", pool.Config{MaxWorkers: 1, QueueCapacity: 1})

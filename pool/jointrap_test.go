@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
@@ -80,56 +79,125 @@ func TestJoinTrapSubmitThenWaitHoldsTheCaller(t *testing.T) {
 	})
 }
 
-// The join trap, face 2: a task that submits to its own saturated pool and
-// waits for the result waits for a worker that only it could free. Here it
-// ends because the inner Wait has a deadline; without one the pool would be
-// stuck for good.
-func TestJoinTrapNestedSubmitDeadlocks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var innerRan atomic.Bool
-		var stuck bulkhead.Stats
-		outer := mustSubmit(t, b, func(ctx context.Context) (int, error) {
-			inner, err := pool.Submit(ctx, b, func(context.Context) (int, error) {
-				innerRan.Store(true)
-				return 1, nil
-			})
-			if err != nil {
-				return 0, err
-			}
-			// The guard: without this deadline, the Wait below never returns.
-			wctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			v, err := inner.Wait(wctx)
-			stuck = b.Stats()
-			inner.Cancel() // clean up: the inner task leaves the queue, never runs
-			return v, err
-		})
-		_, err = outer.Wait(context.Background())
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("outer: %v, want the guard's DeadlineExceeded", err)
-		}
-		if stuck.InFlight != 1 || stuck.QueueDepth != 1 {
-			t.Fatalf("while stuck: %+v, want the outer task running and the inner one queued", stuck)
-		}
-		if innerRan.Load() {
-			t.Fatal("the inner task ran")
-		}
-		if err := b.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		s := atRest(t, b)
-		if s.Permitted != 1 || s.Cancelled != 1 {
-			t.Fatalf("Stats %+v", s)
+// The join trap, face 2, used to deadlock: a task that submits to its own
+// saturated pool and waits for the result waited for a worker that only it
+// could free. Now Wait, given the task's context, sees that the task it
+// waits for is still queued in the same pool and runs it itself, on its own
+// worker. A chain of nested submit-and-wait, depth levels deep, completes
+// on a pool of one worker, every level on that one goroutine, and the
+// counters and events count each level once.
+func TestNestedSubmitAndWaitHelps(t *testing.T) {
+	const depth = 200
+	b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1})
+	var permitted, finished atomic.Int64
+	b.Subscribe(func(e bulkhead.Event) {
+		switch e.Type {
+		case bulkhead.EventPermitted:
+			permitted.Add(1)
+		case bulkhead.EventFinished:
+			finished.Add(1)
 		}
 	})
+	var worker atomic.Uint64
+	var elsewhere atomic.Int32
+	var peak atomic.Int64
+	var level func(ctx context.Context, d int) (int, error)
+	level = func(ctx context.Context, d int) (int, error) {
+		if g := goid(); !worker.CompareAndSwap(0, g) && worker.Load() != g {
+			elsewhere.Add(1)
+		}
+		if s := b.Stats(); int64(s.InFlight) > peak.Load() {
+			peak.Store(int64(s.InFlight))
+			if s.Permitted-s.Finished != uint64(s.InFlight) {
+				t.Errorf("inconsistent Stats while helping: %+v", s)
+			}
+		}
+		if d == depth {
+			return d, nil
+		}
+		f, err := pool.Submit(ctx, b, func(ctx context.Context) (int, error) { return level(ctx, d+1) })
+		if err != nil {
+			return 0, err
+		}
+		return f.Wait(ctx) // no deadline: before helping, this never returned
+	}
+	f := mustSubmit(t, b, func(ctx context.Context) (int, error) { return level(ctx, 1) })
+	v, err := f.Wait(guardCtx(t))
+	if v != depth || err != nil {
+		t.Fatalf("outer = %d, %v; want %d", v, err, depth)
+	}
+	if elsewhere.Load() != 0 {
+		t.Fatalf("%d levels ran on another goroutine than the one worker", elsewhere.Load())
+	}
+	s := atRest(t, b)
+	if s.Permitted != depth || s.Finished != depth || s.Failed != 0 || s.Cancelled != 0 || s.Rejected != 0 {
+		t.Fatalf("Stats %+v, want %d permitted and finished", s, depth)
+	}
+	if peak.Load() != depth {
+		t.Fatalf("peak InFlight %d, want %d (each helped task counts beside its waiter)", peak.Load(), depth)
+	}
+	// The finished event follows the future's completion; Close waits for
+	// the worker to be done with it.
+	if err := b.Close(guardCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if permitted.Load() != depth || finished.Load() != depth {
+		t.Fatalf("events: %d permitted, %d finished; want %d each", permitted.Load(), finished.Load(), depth)
+	}
 }
 
-// The way out of face 2 is to collect from outside the pool: fan out, then
-// wait on the caller's goroutine.
+// A task whose Wait cannot help (the task waited for is already running on
+// another worker) waits as before; so does a Wait outside the pool, and a
+// Wait on a task of another pool.
+func TestWaitHelpsOnlyQueuedTasksOfItsPool(t *testing.T) {
+	b := newPool(t, pool.Config{MaxWorkers: 2, QueueCapacity: 2})
+	other, err := pool.New("other", pool.Config{MaxWorkers: 1, QueueCapacity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(guardCtx(t))
+	g := newGate()
+	busy := mustSubmit(t, other, g.task(0)) // other's worker is busy
+	<-g.started
+	running := make(chan struct{})
+	release := make(chan struct{})
+	outer := mustSubmit(t, b, func(ctx context.Context) (int, error) {
+		inner, err := pool.Submit(ctx, b, func(context.Context) (int, error) {
+			close(running)
+			<-release
+			return 2, nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		<-running // on b's second worker
+		queuedElsewhere, err := pool.Submit(ctx, other, func(context.Context) (int, error) { return 3, nil })
+		if err != nil {
+			return 0, err
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := queuedElsewhere.Wait(wctx); err != context.Canceled {
+			t.Errorf("Wait on another pool's queued task: %v, want to wait (and see the context end)", err)
+		}
+		close(g.open) // other's worker is free now
+		close(release)
+		v, err := inner.Wait(ctx)
+		w, err2 := queuedElsewhere.Wait(guardCtx(t))
+		return v + w, errors.Join(err, err2)
+	})
+	if v, err := outer.Wait(guardCtx(t)); v != 5 || err != nil {
+		t.Fatalf("outer = %d, %v", v, err)
+	}
+	if _, err := busy.Wait(guardCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if s := atRest(t, b); s.Permitted != 2 || s.Finished != 2 {
+		t.Fatalf("Stats %+v", s)
+	}
+}
+
+// Fanning out and collecting from outside the pool stays the plain way.
 func TestFanOutFromOutsideDoesNotDeadlock(t *testing.T) {
 	b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 8})
 	var fs []*future.Future[int]

@@ -27,8 +27,9 @@ const antsHeadroom = 2
 // Bulkhead runs tasks on at most MaxWorkers worker goroutines, with a
 // bounded first-in, first-out queue of tasks waiting for a worker, and
 // rejects work at once when both are full. Submit tasks with [Submit] or
-// [Bulkhead.Go]. A Bulkhead is safe for concurrent use; create one with
-// [New] and stop it with [Bulkhead.Close].
+// [Bulkhead.Go], or wait for room with [SubmitWait] or [Bulkhead.GoWait]. A
+// Bulkhead is safe for concurrent use; create one with [New] and stop it with
+// [Bulkhead.Close].
 type Bulkhead struct {
 	// load packs active<<32 | queued and limits packs maxWorkers<<32 |
 	// queueCap, so that a rejection is decided from two atomic loads.
@@ -37,31 +38,42 @@ type Bulkhead struct {
 	closed   atomic.Bool
 	rejected atomic.Uint64 // counted without the lock, on the rejection fast path
 
-	name string
-	hub  event.Hub[bulkhead.Event]
-	cfg  atomic.Pointer[Config]
-	full atomic.Pointer[fullErrors]
-	ants atomic.Pointer[ants.PoolWithFunc]
+	name    string
+	hub     event.Hub[bulkhead.Event]
+	cfg     atomic.Pointer[Config]
+	full    atomic.Pointer[fullErrors]
+	ants    atomic.Pointer[ants.PoolWithFunc]
+	workers sync.WaitGroup // goroutines running work: ants workers, and our own when ants has none free
 
 	mu         sync.Mutex // guards everything below and every node's links and state
 	active     int        // tasks running (or handed to a worker to run)
 	queued     int
+	nwaiting   int // SubmitWait callers waiting for room
 	maxWorkers int
 	queueCap   int
 	maxWait    time.Duration
 	keepAlive  time.Duration
 	// counters; Rejected is above
 	permitted, cancelled, finished, failed uint64
+	waiting                                list // SubmitWait callers' tasks waiting for room, oldest first
 	queue                                  list // waiting for a worker, oldest first
 	running                                list // active tasks, for Close to cancel
+	watches                                map[<-chan struct{}]*watch
 	closing                                bool
-	releasing                              bool           // the release goroutine has started
-	released                               chan struct{}  // closed when every goroutine of the bulkhead is gone
-	retired                                sync.WaitGroup // releases of ants pools replaced by Reconfigure
-	spill                                  sync.WaitGroup // goroutines started when ants had no free worker
+	releasing                              bool          // the release goroutine has started
+	released                               chan struct{} // closed when no worker of the bulkhead is left
 }
 
 type fullErrors struct{ now, waited *bulkhead.FullError }
+
+// watch is one context.AfterFunc on a context shared by queued tasks (those
+// whose contexts have the same Done channel), so that its end drops them all
+// from one goroutine.
+type watch struct {
+	ctx  context.Context
+	stop func() bool
+	head *node // linked by wnext and wprev
+}
 
 // New returns a Bulkhead named name with the given configuration. It fails
 // if the name is empty or a field is out of range. The Bulkhead owns an ants
@@ -85,9 +97,16 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 	return b, nil
 }
 
+// rethrow is the ants pool's panic handler. A panic reaches ants only from a
+// callback (an event subscriber, a future callback) on a worker, since a
+// task's own panic is recovered into its future; ants would log it and carry
+// on, so it is raised again: like a panic on any goroutine, it ends the
+// program (see the root package's "Callbacks").
+func rethrow(v any) { panic(v) }
+
 func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
 	return ants.NewPoolWithFunc(antsHeadroom*cfg.MaxWorkers, b.work,
-		ants.WithExpiryDuration(cfg.keepAlive()), ants.WithNonblocking(true))
+		ants.WithExpiryDuration(cfg.keepAlive()), ants.WithNonblocking(true), ants.WithPanicHandler(rethrow))
 }
 
 // apply installs cfg's limits and rejection errors. b.mu must be held, or b
@@ -103,8 +122,8 @@ func (b *Bulkhead) apply(cfg Config) {
 	b.full.Store(&fullErrors{now: &e, waited: &w})
 }
 
-// storeLoad publishes active and queued for the lock-free rejection check
-// and Stats. b.mu must be held.
+// storeLoad publishes active and queued for the lock-free rejection check.
+// b.mu must be held.
 func (b *Bulkhead) storeLoad() { b.load.Store(uint64(b.active)<<32 | uint64(b.queued)) }
 
 // Name returns the name the Bulkhead was created with.
@@ -117,12 +136,14 @@ func (b *Bulkhead) Config() Config { return *b.cfg.Load() }
 func (b *Bulkhead) String() string { return fmt.Sprintf("pool bulkhead %q", b.name) }
 
 // Subscribe calls fn with every event of this Bulkhead until cancel is
-// called. fn runs with no lock held on the goroutine where the event
-// happened (the submitter, a worker, a timer). On a worker, the finished
-// event comes after the task's slot has been freed, but before the worker
-// takes its next task, so fn must be quick and must not block. A panic in fn
-// is recovered and ignored; a runtime.Goexit in fn ends that goroutine but
-// loses no task or future.
+// called. fn is a callback (see the root package's "Callbacks"): it runs with
+// no lock held on the goroutine where the event happened: the submitter (a
+// rejection), the worker (a task permitted or finished), the goroutine that
+// cancelled or dropped a queued task, the caller of Reconfigure (a limit
+// changed). A task's future is completed before its finished event is
+// published. On a worker, fn delays the worker's next task, so it must be
+// quick. A panic in fn is not recovered: on a worker it ends the program,
+// as a panic on any goroutine does.
 func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	return b.hub.Subscribe(fn)
 }
@@ -132,26 +153,52 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // room, it waits there, first in, first out; otherwise Submit returns a
 // [*bulkhead.FullError] (matching [bulkhead.ErrBulkheadFull]). It returns
 // ctx.Err() if ctx has already ended and [bulkhead.ErrClosed] after Close.
+// To wait for room instead of being rejected, use [SubmitWait].
 //
 // fn receives a context that carries ctx's values and deadline and is
 // cancelled when ctx ends, when the future is cancelled, when Close gives up
-// waiting, and once fn returns. A task still queued when ctx ends or its
-// future is cancelled leaves the queue at once and never runs; its future
-// fails with the context's error. A panic in fn completes the future with a
-// [*bulkhead.PanicError]; the worker carries on.
+// waiting, and once fn returns. So work that must outlive the request that
+// started it (an email sent after the response) needs a ctx that does not
+// end with the request: pass context.WithoutCancel(r.Context()). A task still
+// queued when ctx ends or its future is cancelled leaves the queue at once
+// and never runs; its future fails with the context's error. A panic in fn
+// completes the future with a [*bulkhead.PanicError], and a runtime.Goexit
+// in fn fails it too; the pool carries on.
 //
-// The task's context is cheap when unused: it starts watching ctx only when
-// the task is queued or first asks for its Done channel, and makes its view
-// of ctx's values on the first Value call.
+// Waiting on the future of a task of the same pool from inside a task (with
+// the task's context) never deadlocks the pool: if that task is still
+// queued, the waiting task runs it on its own worker (see
+// [future.Future.Wait]).
 func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
-	if fn == nil || ctx == nil {
-		misuse("Submit", ctx == nil)
+	if fn == nil || ctx == nil || b == nil {
+		misuse("Submit", ctx, b)
 	}
-	if err := b.precheck(ctx); err != nil {
+	if err := b.precheck(ctx, false); err != nil {
 		return nil, err
 	}
 	t := &task[T]{fn: fn}
-	if err := b.admit(ctx, t); err != nil {
+	if err := b.admit(ctx, t, false); err != nil {
+		return nil, err
+	}
+	return t.p.Future(), nil
+}
+
+// SubmitWait is [Submit] for fan-out that must run every task: when every
+// worker is busy and the queue is full, it waits for room instead of
+// returning a FullError. Waiting submitters are served first in, first out;
+// one whose ctx ends leaves at once with ctx.Err() (counted Cancelled), and
+// Close sends those still waiting away with [bulkhead.ErrClosed]. While they
+// wait they count in [bulkhead.Stats] Waiting, and the permitted event of
+// their task reports the whole wait.
+func SubmitWait[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
+	if fn == nil || ctx == nil || b == nil {
+		misuse("SubmitWait", ctx, b)
+	}
+	if err := b.precheck(ctx, true); err != nil {
+		return nil, err
+	}
+	t := &task[T]{fn: fn}
+	if err := b.admit(ctx, t, true); err != nil {
 		return nil, err
 	}
 	return t.p.Future(), nil
@@ -159,31 +206,49 @@ func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T
 
 // Go is [Submit] for a function that returns only an error.
 func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*future.Future[struct{}], error) {
-	if fn == nil || ctx == nil {
-		misuse("Go", ctx == nil)
+	if fn == nil || ctx == nil || b == nil {
+		misuse("Go", ctx, b)
 	}
-	if err := b.precheck(ctx); err != nil {
+	if err := b.precheck(ctx, false); err != nil {
 		return nil, err
 	}
 	t := &task[struct{}]{fnErr: fn}
-	if err := b.admit(ctx, t); err != nil {
+	if err := b.admit(ctx, t, false); err != nil {
 		return nil, err
 	}
 	return t.p.Future(), nil
 }
 
-// misuse panics for a nil Context or function passed to name: a bug in the
-// caller, reported before anything is counted.
-func misuse(name string, nilContext bool) {
-	if nilContext {
+// GoWait is [SubmitWait] for a function that returns only an error.
+func (b *Bulkhead) GoWait(ctx context.Context, fn func(context.Context) error) (*future.Future[struct{}], error) {
+	if fn == nil || ctx == nil || b == nil {
+		misuse("GoWait", ctx, b)
+	}
+	if err := b.precheck(ctx, true); err != nil {
+		return nil, err
+	}
+	t := &task[struct{}]{fnErr: fn}
+	if err := b.admit(ctx, t, true); err != nil {
+		return nil, err
+	}
+	return t.p.Future(), nil
+}
+
+// misuse panics for a nil Context, *Bulkhead or function passed to name: a
+// bug in the caller, reported before anything is counted.
+func misuse(name string, ctx context.Context, b *Bulkhead) {
+	switch {
+	case ctx == nil:
 		panic("pool: " + name + " called with a nil Context")
+	case b == nil:
+		panic("pool: " + name + " called with a nil *Bulkhead")
 	}
 	panic("pool: " + name + " called with a nil function")
 }
 
 // precheck refuses work without locking or allocating: a context that has
-// ended, a closed bulkhead, or a full one.
-func (b *Bulkhead) precheck(ctx context.Context) error {
+// ended, a closed bulkhead, or a full one (unless the caller will wait).
+func (b *Bulkhead) precheck(ctx context.Context, wait bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -191,7 +256,7 @@ func (b *Bulkhead) precheck(ctx context.Context) error {
 		return bulkhead.ErrClosed
 	}
 	l, m := b.load.Load(), b.limits.Load()
-	if l>>32 >= m>>32 && uint32(l) >= uint32(m) {
+	if !wait && l>>32 >= m>>32 && uint32(l) >= uint32(m) {
 		return b.reject()
 	}
 	return nil
@@ -199,20 +264,27 @@ func (b *Bulkhead) precheck(ctx context.Context) error {
 
 // reject counts and reports a rejection at submission.
 func (b *Bulkhead) reject() error {
-	b.rejected.Add(1)
-	fe := b.full.Load().now
-	if b.hub.Active() {
-		b.publish(bulkhead.EventRejected, fe, 0, 0)
+	fe := b.full.Load()
+	if fe == nil {
+		panic("pool: Bulkhead used without New")
 	}
-	return fe
+	b.rejected.Add(1)
+	if b.hub.Active() {
+		b.publish(bulkhead.EventRejected, fe.now, 0, 0)
+	}
+	return fe.now
 }
 
-// admit starts or queues t, or rejects it.
+// admit starts or queues t, or makes its submitter wait for room (wait), or
+// rejects it.
 func (b *Bulkhead) admit(ctx context.Context, t interface {
 	job
 	base() *node
 	init()
-}) error {
+}, wait bool) error {
+	if b.cfg.Load() == nil {
+		panic("pool: Bulkhead used without New")
+	}
 	t.init()
 	n := t.base()
 	n.b, n.j = b, t
@@ -225,31 +297,59 @@ func (b *Bulkhead) admit(ctx context.Context, t interface {
 	case b.active < b.maxWorkers:
 		b.startLocked(n)
 		b.mu.Unlock()
-		b.start(n)
+		b.invoke(n)
 		return nil
 	case b.queued < b.queueCap:
-		n.state = stQueued
-		b.queue.pushBack(n)
-		b.queued++
-		b.storeLoad()
-		if b.maxWait > 0 {
-			n.timer = time.AfterFunc(b.maxWait, n.expire)
-		}
 		if b.hub.Active() {
 			n.queuedAt = now()
 		}
+		b.enqueueLocked(n)
 		b.mu.Unlock()
-		// A queued task leaves the queue as soon as ctx ends. If it has
-		// already started by now, or even finished, watch sorts that out.
-		n.ctx.watch()
 		return nil
+	case wait:
+		if b.hub.Active() {
+			n.queuedAt = now()
+		}
+		n.state = stWaiting
+		n.ready = make(chan struct{})
+		b.waiting.pushBack(n)
+		b.nwaiting++
+		b.mu.Unlock()
+		return b.awaitRoom(ctx, n)
 	}
 	b.mu.Unlock()
 	return b.reject()
 }
 
+// awaitRoom waits until n, a SubmitWait task, is admitted (started or
+// queued) or refused by Close, or ctx ends.
+func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
+	select {
+	case <-n.ready:
+	case <-ctx.Done():
+		b.mu.Lock()
+		if n.state == stWaiting {
+			b.waiting.remove(n)
+			b.nwaiting--
+			b.cancelled++
+			n.state = stDone
+			b.mu.Unlock()
+			err := ctx.Err()
+			if b.hub.Active() {
+				b.publish(bulkhead.EventCancelled, err, sinceOrZero(n.queuedAt), 0)
+			}
+			return err
+		}
+		b.mu.Unlock() // admitted meanwhile: its context's end now drops it as usual
+	}
+	if n.refused {
+		return bulkhead.ErrClosed
+	}
+	return nil
+}
+
 func (t *task[T]) base() *node { return &t.node }
-func (t *task[T]) init()       { t.p.Init(&t.node) }
+func (t *task[T]) init()       { t.p = future.NewPromise[T](&t.node) }
 
 // startLocked counts n as running. b.mu must be held and a worker free.
 func (b *Bulkhead) startLocked(n *node) {
@@ -260,42 +360,131 @@ func (b *Bulkhead) startLocked(n *node) {
 	b.storeLoad()
 }
 
-// start hands n, just counted running, to a worker, after publishing
-// EventPermitted if anyone listens. A subscriber that calls runtime.Goexit
-// does not strand n.
-func (b *Bulkhead) start(n *node) {
-	if b.hub.Active() {
-		defer b.invoke(n)
-		b.publish(bulkhead.EventPermitted, nil, sinceOrZero(n.queuedAt), 0)
-		return
+// enqueueLocked puts n at the back of the queue. b.mu must be held and the
+// queue have room.
+func (b *Bulkhead) enqueueLocked(n *node) {
+	n.state = stQueued
+	b.queue.pushBack(n)
+	b.queued++
+	b.storeLoad()
+	if b.maxWait > 0 {
+		n.timer = time.AfterFunc(b.maxWait, n.expire)
 	}
-	b.invoke(n)
+	b.watchLocked(n)
 }
 
-// each calls fn for every node of ns, and goes on with the rest even if fn
-// calls runtime.Goexit (a subscriber or a future callback may), before the
-// goroutine ends.
-func each(ns []*node, fn func(*node)) {
-	for i, n := range ns {
-		normal := false
-		func() {
-			defer func() {
-				if !normal {
-					each(ns[i+1:], fn)
-				}
-			}()
-			fn(n)
-			normal = true
-		}()
+// popLocked takes the task that has waited longest for a worker, and leaves
+// it for the caller to start: the queue's head (the oldest waiting
+// submitter then moves into the queue), or, with the queue empty, the oldest
+// waiting submitter's task. It returns nil if nothing waits. b.mu must be
+// held.
+func (b *Bulkhead) popLocked() *node {
+	if n := b.queue.head; n != nil {
+		b.unqueueLocked(n)
+		b.refillLocked()
+		return n
 	}
+	if n := b.waiting.head; n != nil {
+		b.waiting.remove(n)
+		b.nwaiting--
+		close(n.ready)
+		return n
+	}
+	return nil
+}
+
+// unqueueLocked takes n out of the queue, its timer and its watch. b.mu must
+// be held.
+func (b *Bulkhead) unqueueLocked(n *node) {
+	b.queue.remove(n)
+	b.queued--
+	if n.timer != nil {
+		n.timer.Stop()
+	}
+	b.unwatchLocked(n)
+	b.storeLoad()
+}
+
+// refillLocked moves waiting submitters' tasks into the queue while it has
+// room. b.mu must be held.
+func (b *Bulkhead) refillLocked() {
+	for b.queued < b.queueCap && b.waiting.head != nil {
+		n := b.waiting.head
+		b.waiting.remove(n)
+		b.nwaiting--
+		b.enqueueLocked(n)
+		close(n.ready)
+	}
+}
+
+// watchLocked makes n leave the queue as soon as its submitter's context
+// ends. Queued tasks whose contexts share a Done channel share one watch.
+// b.mu must be held.
+func (b *Bulkhead) watchLocked(n *node) {
+	if !n.ctx.hide {
+		return // the context cannot end
+	}
+	d := n.ctx.parent.Done()
+	w := b.watches[d]
+	if w == nil {
+		if b.watches == nil {
+			b.watches = make(map[<-chan struct{}]*watch)
+		}
+		w = &watch{ctx: n.ctx.parent}
+		b.watches[d] = w
+		w.stop = context.AfterFunc(n.ctx.parent, func() { b.parentDone(w) })
+	}
+	n.w, n.wprev, n.wnext = w, nil, w.head
+	if w.head != nil {
+		w.head.wprev = n
+	}
+	w.head = n
+}
+
+// unwatchLocked takes n off its watch, and stops the watch if n was the
+// last on it. b.mu must be held.
+func (b *Bulkhead) unwatchLocked(n *node) {
+	w := n.w
+	if w == nil {
+		return
+	}
+	if n.wprev == nil {
+		w.head = n.wnext
+	} else {
+		n.wprev.wnext = n.wnext
+	}
+	if n.wnext != nil {
+		n.wnext.wprev = n.wprev
+	}
+	n.w, n.wprev, n.wnext = nil, nil, nil
+	if w.head == nil {
+		w.stop()
+		delete(b.watches, w.ctx.Done())
+	}
+}
+
+// parentDone drops every task still queued under w, whose context has ended,
+// from the one goroutine context.AfterFunc started.
+func (b *Bulkhead) parentDone(w *watch) {
+	b.mu.Lock()
+	var drop []*node
+	for w.head != nil {
+		n := w.head
+		b.dropLocked(n)
+		b.cancelled++
+		drop = append(drop, n)
+	}
+	b.mu.Unlock()
+	b.droppedAll(drop, bulkhead.EventCancelled, w.ctx.Err())
 }
 
 // invoke hands a started node to a worker, without blocking: an idle ants
-// worker if there is one, else a new goroutine that Close waits for. The
+// worker if there is one, else a new goroutine of the bulkhead's own. The
 // ants pool may have no idle worker although fewer than MaxWorkers tasks
 // run, since its workers stay busy after their tasks' slots are freed (see
 // antsHeadroom).
 func (b *Bulkhead) invoke(n *node) {
+	b.workers.Add(1)
 	for {
 		p := b.ants.Load()
 		err := p.Invoke(n)
@@ -305,55 +494,60 @@ func (b *Bulkhead) invoke(n *node) {
 		if err == ants.ErrPoolClosed && b.ants.Load() != p {
 			continue // Reconfigure replaced the pool under us
 		}
-		b.spill.Add(1) // the bulkhead is not released while n is counted running
-		go func() {
-			defer b.spill.Done()
-			b.work(n)
-		}()
+		go b.work(n)
 		return
 	}
 }
 
-// work is the ants pool's function: it runs n, then, while tasks are
-// queued and the worker limit allows, the oldest of them, on this goroutine.
+// work is the ants pool's function: it runs n, then, while tasks wait and
+// the worker limit allows, the oldest of them, on this goroutine.
 func (b *Bulkhead) work(arg any) {
+	defer b.workers.Done()
 	for n := arg.(*node); n != nil; {
 		n = b.run(n)
 	}
 }
 
-// run runs one task and returns the next one this worker should run.
+// run runs n, which is counted running, on this goroutine, and returns the
+// next task this worker should run. It publishes EventPermitted first; a
+// panic or runtime.Goexit in the task fails its future; one in a subscriber
+// of EventPermitted fails the task unrun, and goes on.
 func (b *Bulkhead) run(n *node) (next *node) {
 	var start time.Time
-	if b.hub.Active() {
-		start = time.Now()
-	}
-	returned := false
+	started, returned := false, false
 	defer func() {
 		if returned {
 			return
 		}
-		if r := recover(); r != nil {
-			n.j.setErr(&bulkhead.PanicError{Value: r, Stack: debug.Stack()})
-			next = b.finish(n, start)
-			return
+		if started {
+			if r := recover(); r != nil {
+				n.j.setErr(&bulkhead.PanicError{Value: r, Stack: debug.Stack()})
+				next = b.finish(n, start, false)
+				return
+			}
+			n.j.setErr(errGoexit)
+		} else {
+			n.j.setErr(errNotRun)
 		}
-		// runtime.Goexit: this goroutine is ending; pass the queue on.
-		n.j.setErr(errGoexit)
-		if nx := b.finish(n, start); nx != nil {
-			b.invoke(nx)
-		}
+		b.finish(n, start, true) // this goroutine is ending
 	}()
+	if b.hub.Active() {
+		start = time.Now()
+		b.publish(bulkhead.EventPermitted, nil, sinceOrZero(n.queuedAt), 0)
+	}
+	started = true
 	n.j.exec()
 	returned = true
-	return b.finish(n, start)
+	return b.finish(n, start, false)
 }
 
-// finish accounts for a task that has run, picks the next queued task for
-// this worker (or lets the worker go idle), and completes the future. The
-// accounting comes first, so whoever sees the future done also sees the
-// worker free.
-func (b *Bulkhead) finish(n *node, start time.Time) (next *node) {
+// finish accounts for a task that has run, picks the next waiting task for
+// this worker (unless n was helped, or leaving: this goroutine is ending),
+// completes n's future and publishes EventFinished. The accounting comes
+// first, so whoever sees the future done also sees the worker free. No
+// callback runs while this goroutine owes anything: if any will run, the
+// next task goes to another worker first.
+func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	err := n.j.result()
 	b.mu.Lock()
 	b.finished++
@@ -362,46 +556,54 @@ func (b *Bulkhead) finish(n *node, start time.Time) (next *node) {
 	}
 	b.running.remove(n)
 	n.state = stDone
-	if b.queued > 0 && b.active <= b.maxWorkers {
-		next = b.queue.popFront()
-		b.queued--
-		b.active-- // startLocked counts it again
-		b.startLocked(next)
-		if next.timer != nil {
-			next.timer.Stop()
+	b.active--
+	if !n.helped && b.active < b.maxWorkers {
+		if next = b.popLocked(); next != nil {
+			b.startLocked(next)
 		}
-	} else {
-		b.active--
+	}
+	if next == nil {
 		b.storeLoad()
 		b.drainedLocked()
 	}
 	b.mu.Unlock()
 	n.ctx.end(context.Canceled, true)
-	normal := false
-	defer func() {
-		if !normal {
-			// A subscriber or a future callback called runtime.Goexit, and
-			// this goroutine is ending: complete the future (if that is not
-			// what was running) and hand next to another worker first.
-			n.j.settle()
-			if next != nil {
-				b.invoke(next)
-			}
-		}
-	}()
-	if b.hub.Active() {
+	pub := b.hub.Active()
+	if next != nil && (leaving || pub) {
+		b.invoke(next)
+		next = nil
+	}
+	n.handoff = next // BeforeCallbacks hands it on if the future has callbacks
+	n.j.settle()
+	next, n.handoff = n.handoff, nil
+	if pub {
 		var run time.Duration
 		if !start.IsZero() {
 			run = time.Since(start)
 		}
 		b.publish(bulkhead.EventFinished, err, 0, run)
-		if next != nil {
-			b.publish(bulkhead.EventPermitted, nil, sinceOrZero(next.queuedAt), 0)
-		}
 	}
-	n.j.settle()
-	normal = true
 	return next
+}
+
+// help runs n, a task of b still in the queue whose future a task running
+// on b (by) waits for, on by's goroutine: by's worker is blocked anyway, so
+// the limit on running tasks still holds. n is permitted, runs and finishes
+// like any task, and counts in InFlight beside by while it runs.
+func (b *Bulkhead) help(by, n *node) bool {
+	b.mu.Lock()
+	if n.state != stQueued || by.state != stRunning {
+		b.mu.Unlock()
+		return false
+	}
+	b.unqueueLocked(n)
+	b.refillLocked()
+	n.helped = true
+	b.startLocked(n)
+	b.mu.Unlock()
+	b.workers.Add(1) // as if on a worker of its own
+	b.work(n)
+	return true
 }
 
 // cancel ends n because its future was cancelled or its submitter's context
@@ -437,25 +639,47 @@ func (b *Bulkhead) expire(n *node) {
 
 // dropLocked takes a queued node out of the queue. b.mu must be held.
 func (b *Bulkhead) dropLocked(n *node) {
-	b.queue.remove(n)
-	b.queued--
+	b.unqueueLocked(n)
 	n.state = stDone
-	b.storeLoad()
-	if n.timer != nil {
-		n.timer.Stop()
-	}
+	b.refillLocked()
 	b.drainedLocked()
 }
 
-// dropped completes the future of a node that left the queue without running.
+// dropped completes the future of a node that left the queue without
+// running, then publishes typ.
 func (b *Bulkhead) dropped(n *node, typ bulkhead.EventType, err error) {
 	n.ctx.end(context.Canceled, true)
-	if b.hub.Active() {
-		defer n.j.fail(err) // even if a subscriber calls runtime.Goexit
-		b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
-		return
-	}
 	n.j.fail(err)
+	if b.hub.Active() {
+		b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
+	}
+}
+
+// droppedAll completes the futures of nodes that left the queue together,
+// then publishes typ for each. The futures all complete even if a callback
+// of one panics or calls runtime.Goexit (a deferred call completes the rest
+// before the panic goes on), so that one bad callback leaves no other
+// caller waiting forever.
+func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
+	failAll(ns, err)
+	if b.hub.Active() {
+		for _, n := range ns {
+			b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
+		}
+	}
+}
+
+func failAll(ns []*node, err error) {
+	i := 0
+	defer func() {
+		if i < len(ns) {
+			failAll(ns[i+1:], err)
+		}
+	}()
+	for ; i < len(ns); i++ {
+		ns[i].ctx.end(context.Canceled, true)
+		ns[i].j.fail(err)
+	}
 }
 
 // epoch anchors now, so that queue times are read from the monotonic clock.
@@ -478,12 +702,13 @@ func (b *Bulkhead) publish(typ bulkhead.EventType, err error, wait, run time.Dur
 		Err: err, Wait: wait, Run: run})
 }
 
-// Reconfigure applies cfg without blocking. More workers start queued tasks
-// at once; fewer let the running tasks finish and start no more until fewer
-// than the new MaxWorkers run. A smaller queue keeps the tasks it holds but
-// admits none until it is below the new capacity. A new QueueTimeout
+// Reconfigure applies cfg without blocking. More workers start waiting
+// tasks at once; fewer let the running tasks finish and start no more until
+// fewer than the new MaxWorkers run. A smaller queue keeps the tasks it holds
+// but admits none until it is below the new capacity. A new QueueTimeout
 // applies to tasks queued after the call; a new KeepAlive to workers started
-// after it. After Close it returns [bulkhead.ErrClosed].
+// after it. A change of MaxWorkers publishes [bulkhead.EventLimitChanged].
+// After Close it returns [bulkhead.ErrClosed].
 func (b *Bulkhead) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("pool %q: %w", b.name, err)
@@ -493,6 +718,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		b.mu.Unlock()
 		return bulkhead.ErrClosed
 	}
+	var old *ants.PoolWithFunc
 	if ka := cfg.keepAlive(); ka != b.keepAlive {
 		// ants cannot change a pool's expiry: start a new pool and let the
 		// old one's workers finish what they run, then exit.
@@ -501,38 +727,46 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 			b.mu.Unlock()
 			return fmt.Errorf("pool %q: %w", b.name, err)
 		}
-		old := b.ants.Swap(p)
+		old = b.ants.Swap(p)
 		b.keepAlive = ka
-		b.retired.Add(1)
-		go func() {
-			defer b.retired.Done()
-			_ = old.ReleaseContext(context.Background())
-		}()
 	} else {
 		b.ants.Load().Tune(antsHeadroom * cfg.MaxWorkers)
 	}
+	changed := cfg.MaxWorkers != b.maxWorkers
 	b.apply(cfg)
 	var start []*node
-	for b.queued > 0 && b.active < b.maxWorkers {
-		n := b.queue.popFront()
-		b.queued--
-		b.startLocked(n)
-		if n.timer != nil {
-			n.timer.Stop()
+	for b.active < b.maxWorkers {
+		n := b.popLocked()
+		if n == nil {
+			break
 		}
+		b.startLocked(n)
 		start = append(start, n)
 	}
+	b.refillLocked()
 	b.storeLoad()
 	b.mu.Unlock()
-	each(start, b.start)
+	if old != nil {
+		old.Release() // does not wait: its busy workers exit once their tasks are done
+	}
+	for _, n := range start {
+		b.invoke(n)
+	}
+	if changed && b.hub.Active() {
+		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: bulkhead.EventLimitChanged,
+			Time: time.Now(), Limit: cfg.MaxWorkers})
+	}
 	return nil
 }
 
 // Stats returns a snapshot of the Bulkhead's state and counters. All fields
-// but Rejected are read together, under the lock that guards them.
+// but Rejected are read together, under the lock that guards them, so
+// Permitted - Finished == InFlight in every snapshot. InFlight may exceed
+// MaxWorkers after Reconfigure lowered it, and by the tasks that tasks
+// waiting for them run on their own workers (see [future.Future.Wait]).
 func (b *Bulkhead) Stats() bulkhead.Stats {
 	b.mu.Lock()
-	active, queued, maxWorkers, queueCap := b.active, b.queued, b.maxWorkers, b.queueCap
+	active, queued, waiting, maxWorkers, queueCap := b.active, b.queued, b.nwaiting, b.maxWorkers, b.queueCap
 	permitted, cancelled, finished, failed := b.permitted, b.cancelled, b.finished, b.failed
 	b.mu.Unlock()
 	return bulkhead.Stats{
@@ -541,6 +775,7 @@ func (b *Bulkhead) Stats() bulkhead.Stats {
 		MaxConcurrentCalls:       maxWorkers,
 		AvailableConcurrentCalls: max(0, maxWorkers-active),
 		InFlight:                 active,
+		Waiting:                  waiting,
 		QueueDepth:               queued,
 		QueueCapacity:            queueCap,
 		Permitted:                permitted,
@@ -551,25 +786,44 @@ func (b *Bulkhead) Stats() bulkhead.Stats {
 	}
 }
 
-// Close stops the Bulkhead. New work gets [bulkhead.ErrClosed] at once;
+// Close stops the Bulkhead. New work gets [bulkhead.ErrClosed] at once, and
+// so do SubmitWait callers still waiting for room (counted Cancelled);
 // running and queued tasks go on to finish, and Close waits for them and for
-// every goroutine of the Bulkhead to exit, then returns nil. If ctx ends
-// first, the tasks still queued fail with ErrClosed (counted Cancelled), the
-// running tasks' contexts are cancelled, and Close returns ctx.Err() without
-// waiting for them; the goroutines exit once those tasks return, and a later
-// Close waits for that. Close may be called any number of times.
+// the workers to be done with them (their callbacks included), then returns
+// nil. The goroutines of the Bulkhead's ants pool exit at once after,
+// without being waited for. If ctx ends first, the tasks still queued fail
+// with ErrClosed (counted Cancelled), the running tasks' contexts are
+// cancelled, and Close returns ctx.Err() without waiting for them; a later
+// Close waits for them. Close may be called any number of times.
 func (b *Bulkhead) Close(ctx context.Context) error {
+	if ctx == nil {
+		panic("pool: Close called with a nil Context")
+	}
+	if b == nil || b.cfg.Load() == nil {
+		panic("pool: Close called on a Bulkhead not made by New")
+	}
 	b.mu.Lock()
+	var refused []*node
 	if !b.closing {
 		b.closing = true
 		b.closed.Store(true)
+		for b.waiting.head != nil {
+			n := b.waiting.head
+			b.waiting.remove(n)
+			b.nwaiting--
+			b.cancelled++
+			n.state = stDone
+			n.refused = true
+			close(n.ready)
+			refused = append(refused, n)
+		}
 		b.drainedLocked()
 	}
 	b.mu.Unlock()
-	select {
-	case <-b.released: // checked first: once released, Close returns nil whatever ctx
-		return nil
-	default:
+	if b.hub.Active() {
+		for _, n := range refused {
+			b.publish(bulkhead.EventCancelled, bulkhead.ErrClosed, sinceOrZero(n.queuedAt), 0)
+		}
 	}
 	select {
 	case <-b.released:
@@ -593,7 +847,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 		n.ctx.cancel(context.Canceled)
 	}
 	b.mu.Unlock()
-	each(drop, func(n *node) { b.dropped(n, bulkhead.EventCancelled, bulkhead.ErrClosed) })
+	b.droppedAll(drop, bulkhead.EventCancelled, bulkhead.ErrClosed)
 	return ctx.Err()
 }
 
@@ -605,12 +859,12 @@ func (b *Bulkhead) drainedLocked() {
 	}
 	b.releasing = true
 	p := b.ants.Load()
+	// ants' ReleaseContext busy-waits for its goroutines to exit; Release
+	// does not wait at all. The bulkhead waits for its own workers instead
+	// (which may include the caller: hence the goroutine).
 	go func() {
-		// This waits for the ants workers and housekeeping goroutines to
-		// exit; it may have been started by one of those workers.
-		_ = p.ReleaseContext(context.Background())
-		b.retired.Wait()
-		b.spill.Wait()
+		p.Release()
+		b.workers.Wait()
 		close(b.released)
 	}()
 }

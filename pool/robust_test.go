@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -139,36 +140,48 @@ func TestGoexitInCallbackAfterTask(t *testing.T) {
 				t.Fatalf("queued B: %v, %v; stats %+v", v, err, b.Stats())
 			}
 			if then != nil {
-				if _, err := then.Result(); !errors.Is(err, future.ErrNotDone) {
-					t.Fatalf("the Then future of a callback that never returned: %v", err)
+				// It fails on A's worker, which handed B to another worker
+				// before running the callback: wait for it.
+				if _, err := wait(t, then); err == nil {
+					t.Fatalf("the Then future of a callback that never returned: %v, want failed", err)
 				}
-				then.Cancel() // cancels A, which is done: nothing happens
 			}
 			atRest(t, b)
 		})
 	}
 }
 
-// A subscriber that calls runtime.Goexit while a task is being started (on
-// the submitter's goroutine, or on the one calling Reconfigure) does not
-// strand the task: it still runs.
+// A subscriber that calls runtime.Goexit in a task's permitted event (on
+// the worker, before the task runs) fails that task unrun, saying why, and
+// strands nothing: the slot is freed and the queued task after it runs. One
+// that calls it in the limit-changed event of Reconfigure finds the new
+// limits applied and the queued tasks started.
 func TestGoexitInSubscriberWhileStarting(t *testing.T) {
-	t.Run("Submit", func(t *testing.T) {
-		b := newPool(t, pool.Config{MaxWorkers: 1})
+	t.Run("worker", func(t *testing.T) {
+		b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1})
 		var armed atomic.Bool
 		armed.Store(true)
 		b.Subscribe(goexitOnce(bulkhead.EventPermitted, &armed))
-		ran := make(chan struct{})
-		go func() {
-			pool.Submit(context.Background(), b, func(context.Context) (int, error) { close(ran); return 1, nil })
-			t.Error("Submit returned: the subscriber did not call Goexit")
-		}()
-		recv(t, ran, "the task to run")
+		g := newGate()
+		first := mustSubmit(t, b, g.task(1))
+		second := mustSubmit(t, b, func(context.Context) (int, error) { return 2, nil })
+		if _, err := wait(t, first); err == nil || !strings.Contains(err.Error(), "did not run") {
+			t.Fatalf("first: %v, want the not-run error", err)
+		}
+		if v, err := wait(t, second); v != 2 || err != nil {
+			t.Fatalf("second: %v, %v", v, err)
+		}
+		if g.ran.Load() != 0 {
+			t.Fatal("the first task ran")
+		}
+		if s := atRest(t, b); s.Permitted != 2 || s.Finished != 2 || s.Failed != 1 {
+			t.Fatalf("Stats %+v", s)
+		}
 	})
 	t.Run("Reconfigure", func(t *testing.T) {
 		b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 3})
 		var armed atomic.Bool
-		b.Subscribe(goexitOnce(bulkhead.EventPermitted, &armed))
+		b.Subscribe(goexitOnce(bulkhead.EventLimitChanged, &armed))
 		g := newGate()
 		fs := []*future.Future[int]{mustSubmit(t, b, g.task(0))}
 		g.waitStarted(t, 1)
@@ -176,16 +189,21 @@ func TestGoexitInSubscriberWhileStarting(t *testing.T) {
 			fs = append(fs, mustSubmit(t, b, g.task(i+1)))
 		}
 		armed.Store(true)
+		exited := make(chan struct{})
 		go func() {
+			defer close(exited)
 			b.Reconfigure(pool.Config{MaxWorkers: 4, QueueCapacity: 3})
 			t.Error("Reconfigure returned: the subscriber did not call Goexit")
 		}()
+		recv(t, exited, "Reconfigure's goroutine to end")
 		g.waitStarted(t, 3) // all three queued tasks started
 		g.release()
 		if _, err := future.All(guardCtx(t), fs...); err != nil {
 			t.Fatal(err)
 		}
-		atRest(t, b)
+		if s := atRest(t, b); s.MaxConcurrentCalls != 4 || s.Permitted != 4 {
+			t.Fatalf("Stats %+v", s)
+		}
 	})
 }
 

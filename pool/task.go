@@ -8,15 +8,22 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead/future"
+	"github.com/bulkhead-go/bulkhead/internal/join"
 )
 
 // errGoexit completes the future of a task that called runtime.Goexit.
-var errGoexit = errors.New("pool: task called runtime.Goexit")
+var errGoexit = errors.New("pool: the task called runtime.Goexit (as t.FailNow does) instead of returning")
+
+// errNotRun completes the future of a task that was given a worker but never
+// ran, because an event subscriber of its EventPermitted panicked or called
+// runtime.Goexit on that worker.
+var errNotRun = errors.New("pool: the task did not run: a subscriber of its permitted event panicked or called runtime.Goexit")
 
 type nodeState uint8
 
 const (
 	stNew     nodeState = iota // being submitted
+	stWaiting                  // its submitter waits for room (SubmitWait)
 	stQueued                   // in the queue
 	stRunning                  // counted in active, on a worker
 	stDone                     // finished, or dropped before it ran
@@ -36,27 +43,58 @@ type job interface {
 type node struct {
 	b          *Bulkhead
 	j          job
-	prev, next *node
+	prev, next *node       // in the waiting list, the queue or the running list
 	timer      *time.Timer // QueueTimeout expiry while queued
 	queuedAt   int64       // from now(); set only while someone is subscribed
 	state      nodeState
+	helped     bool          // run by a task of the same pool that waits for it (Help)
+	refused    bool          // SubmitWait: Close refused it while it waited; set before ready closes
+	ready      chan struct{} // SubmitWait: closed once the task is admitted or refused
+	handoff    *node         // the next task this worker owes, while its future completes
+	w          *watch        // the shared watch on the submitter's context, while queued
+	wprev      *node
+	wnext      *node
 	ctx        runCtx
 }
 
 // Cancel is what Future.Cancel calls: see [future.Future.Cancel].
 func (n *node) Cancel() { n.b.cancel(n, context.Canceled) }
 
+// BeforeCallbacks is called on this worker once n's future is complete and
+// before its callbacks run: the next task this worker owes goes to another
+// worker first, so that a callback that panics or calls runtime.Goexit
+// strands nothing.
+func (n *node) BeforeCallbacks() {
+	if nx := n.handoff; nx != nil {
+		n.handoff = nil
+		n.b.invoke(nx)
+	}
+}
+
+// Help is what [future.Future.Wait] calls when it is given n's context (or
+// one derived from it) and the future of target is pending: see
+// Bulkhead.help.
+func (n *node) Help(target any) bool {
+	t, ok := target.(*node)
+	if !ok || t.b != n.b {
+		return false
+	}
+	return n.b.help(n, t)
+}
+
 // parentDone runs when the submitter's context ends, if n's context watches
-// it.
+// it (a running task that asked for its Done channel).
 func (n *node) parentDone() { n.b.cancel(n, n.ctx.parent.Err()) }
 
 // expire runs when the node has waited QueueTimeout.
 func (n *node) expire() { n.b.expire(n) }
 
-// task is one submitted function with its future, all in one allocation.
+// task is one submitted function with its promise. The promise is an
+// allocation of its own, so that a completed future does not keep the task
+// (its function, context and bulkhead) alive.
 type task[T any] struct {
 	node
-	p     future.Promise[T]
+	p     *future.Promise[T]
 	fn    func(context.Context) (T, error)
 	fnErr func(context.Context) error // Go's function; fn is nil then
 	v     T
@@ -95,11 +133,11 @@ func (t *task[T]) fail(err error) {
 //
 // Both costly parts are made only when needed. The WithoutCancel view of
 // the submitter's context is made by the first Value call. The watch on the
-// submitter's context (a context.AfterFunc) is started when the task is
-// queued, since a queued task must leave the queue as soon as that context
-// ends, or else by the first Done or AfterFunc call; until then, Err asks
-// the submitter's context itself. A task that never looks at its context
-// costs neither.
+// submitter's context (a context.AfterFunc) is started by the first Done or
+// AfterFunc call of the running task; until then, Err asks the submitter's
+// context itself. (While the task is queued, the bulkhead watches that
+// context for it, with one watch for every queued task that shares it.) A
+// task that never looks at its context costs neither.
 type runCtx struct {
 	n      *node
 	parent context.Context
@@ -128,6 +166,9 @@ var closedChan = func() chan struct{} {
 func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 func (c *runCtx) Value(key any) any {
+	if key == join.Key {
+		return c.n // helps a Wait inside the task: see node.Help
+	}
 	if !c.hide {
 		return c.parent.Value(key)
 	}

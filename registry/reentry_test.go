@@ -17,10 +17,10 @@ import (
 // declares a deadlock. It is never a pass criterion.
 const guard = 10 * time.Second
 
-// TestReconfigureSubscriberCallsRegistry: growing a pool starts its queued
-// tasks inside Reconfigure, whose per-call subscribers then run on the
-// Reconfigure goroutine. A subscriber that calls the registry must not
-// deadlock.
+// TestReconfigureSubscriberCallsRegistry: growing a pool publishes its
+// limit-changed event inside Reconfigure, on the Reconfigure goroutine (the
+// queued task's permitted event is published by its worker). A subscriber
+// that calls the registry must not deadlock.
 func TestReconfigureSubscriberCallsRegistry(t *testing.T) {
 	r, err := New(mustLoad(t, "thread-pool-bulkhead:\n  instances:\n    emails: {maxWorkers: 1, queueCapacity: 5}\n"))
 	if err != nil {
@@ -42,7 +42,7 @@ func TestReconfigureSubscriberCallsRegistry(t *testing.T) {
 	}
 	var calledBack atomic.Int32
 	cancel := r.Subscribe(func(e bulkhead.Event) {
-		if e.Type != bulkhead.EventPermitted {
+		if e.Type != bulkhead.EventLimitChanged {
 			return
 		}
 		// What a logger or an adaptive limiter might do.
@@ -68,7 +68,7 @@ func TestReconfigureSubscriberCallsRegistry(t *testing.T) {
 		t.Fatal("Reconfigure deadlocked with a subscriber that calls the registry")
 	}
 	if calledBack.Load() != 1 {
-		t.Errorf("the subscriber ran %d times during Reconfigure, want 1 (the queued task's start)", calledBack.Load())
+		t.Errorf("the subscriber ran %d times during Reconfigure, want 1 (the limit change)", calledBack.Load())
 	}
 	close(release)
 	_, _ = f1.Wait(ctx)

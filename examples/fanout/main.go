@@ -1,6 +1,7 @@
-// Command fanout fans lookups out to a slow dependency through a pool
-// bulkhead, collects them with future.All, and then shows what overload
-// looks like: the requests beyond the pool's workers and queue are refused
+// Command fanout fans 50 lookups out to a slow dependency through a pool
+// bulkhead of 4 workers (SubmitWait waits for room, so every lookup runs),
+// collects them with future.All, and then shows what overload looks like
+// with Submit: the requests beyond the pool's workers and queue are refused
 // at once with bulkhead.ErrBulkheadFull instead of piling up.
 //
 //	go run ./examples/fanout
@@ -70,11 +71,13 @@ func run(w io.Writer) error {
 		}
 	}
 
-	// 1. Fan out 12 lookups (4 run, 8 queue), then collect them in order.
+	// 1. Fan out 50 lookups, 4 at a time: SubmitWait waits for room in
+	// the queue instead of refusing. Then collect them in order; if one
+	// failed, All would say which and cancel the rest.
 	start := time.Now()
 	var fs []*future.Future[string]
-	for sku := 1; sku <= 12; sku++ {
-		f, err := pool.Submit(ctx, inventory, lookup(sku))
+	for sku := 1; sku <= 50; sku++ {
+		f, err := pool.SubmitWait(ctx, inventory, lookup(sku))
 		if err != nil {
 			return err
 		}
@@ -87,8 +90,9 @@ func run(w io.Writer) error {
 	fmt.Fprintf(w, "fan-out: %d lookups, 4 at a time, in %v: first %q, last %q\n",
 		len(answers), roughly(time.Since(start)), answers[0], answers[len(answers)-1])
 
-	// 2. Overload: 40 lookups at once. The first 12 fill the workers and the
-	// queue; the other 28 are refused at once instead of waiting in line.
+	// 2. Overload, for a caller that must not wait: 40 lookups at once with
+	// Submit. The first 12 fill the workers and the queue; the other 28 are
+	// refused at once instead of waiting in line.
 	start = time.Now()
 	var accepted []*future.Future[string]
 	rejected := 0

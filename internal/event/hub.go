@@ -61,19 +61,17 @@ func (h *Hub[T]) remove(s *sub[T]) {
 }
 
 // Publish calls every subscriber with e on the calling goroutine, in the
-// order they subscribed. It holds no lock while it does so. A subscriber that
-// panics is skipped for this event; the panic does not reach the caller.
+// order they subscribed, with no lock held (the module's callback contract,
+// see the root package's "Callbacks"). A subscriber's panic is not
+// recovered: it goes on up the caller's goroutine, and the subscribers after
+// it miss this event. Callers publish only once their own state is
+// consistent.
 func (h *Hub[T]) Publish(e T) {
 	cur := h.subs.Load()
 	if cur == nil {
 		return
 	}
 	for _, s := range *cur {
-		call(s.fn, e)
+		s.fn(e)
 	}
-}
-
-func call[T any](fn func(T), e T) {
-	defer func() { _ = recover() }()
-	fn(e)
 }

@@ -38,11 +38,26 @@ func TestHubSubscribePublishCancel(t *testing.T) {
 	}
 }
 
-func TestHubSurvivesPanickingSubscriberAndConcurrentUse(t *testing.T) {
+// A panicking subscriber's panic reaches the publisher (it is not hidden);
+// the subscribers before it saw the event, those after it miss that one.
+func TestHubPanicGoesUpAndConcurrentUse(t *testing.T) {
 	var h Hub[bulkhead.Event]
-	var got atomic.Int64
-	h.Subscribe(func(bulkhead.Event) { panic("bad listener") })
-	h.Subscribe(func(bulkhead.Event) { got.Add(1) })
+	var before, after atomic.Int64
+	h.Subscribe(func(bulkhead.Event) { before.Add(1) })
+	cancelBad := h.Subscribe(func(bulkhead.Event) { panic("bad listener") })
+	h.Subscribe(func(bulkhead.Event) { after.Add(1) })
+	func() {
+		defer func() {
+			if r := recover(); r != "bad listener" {
+				t.Errorf("recover() = %v, want the subscriber's panic", r)
+			}
+		}()
+		h.Publish(bulkhead.Event{})
+	}()
+	if before.Load() != 1 || after.Load() != 0 {
+		t.Fatalf("before saw %d, after saw %d; want 1 and 0", before.Load(), after.Load())
+	}
+	cancelBad()
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(2)
@@ -60,7 +75,7 @@ func TestHubSurvivesPanickingSubscriberAndConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got.Load() != 2000 {
-		t.Fatalf("subscriber saw %d events, want 2000", got.Load())
+	if after.Load() != 2000 {
+		t.Fatalf("subscriber saw %d events, want 2000", after.Load())
 	}
 }
