@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/bulkheadhttp"
 	"github.com/bulkhead-go/bulkhead/bulkheadtest"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
@@ -231,7 +232,7 @@ func newClient(b *semaphore.Bulkhead) (*http.Client, func()) {
 	base := &http.Transport{MaxIdleConnsPerHost: 16}
 	var rt http.RoundTripper = base
 	if b != nil {
-		rt = semaphore.Transport(b, base)
+		rt = bulkheadhttp.Transport(b, base)
 	}
 	return &http.Client{Transport: rt}, base.CloseIdleConnections
 }
