@@ -256,16 +256,17 @@ func get(ctx context.Context, c *http.Client, url, want string) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK || string(body) != want {
-		return &statusError{url: url, code: resp.StatusCode, body: string(body)}
+		return &statusError{url: url, code: resp.StatusCode, body: string(body), retryAfter: resp.Header.Get("Retry-After")}
 	}
 	return nil
 }
 
 // statusError is an unexpected answer.
 type statusError struct {
-	url  string
-	code int
-	body string
+	url        string
+	code       int
+	body       string
+	retryAfter string // the Retry-After header, if any
 }
 
 func (e *statusError) Error() string {
