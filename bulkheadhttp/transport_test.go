@@ -399,23 +399,24 @@ func TestTransportDroppedBodyReturnsPermit(t *testing.T) {
 				const n = 3
 				b := mustNew(t, n, 0)
 				c := &http.Client{Transport: bulkheadhttp.Transport(b, base)}
-				func() {
-					for range n {
-						req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-						resp, err := c.Do(req)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if resp.Proto != proto {
-							resp.Body.Close()
-							t.Fatalf("response over %s, want %s", resp.Proto, proto)
-						}
-						_ = resp // dropped: never read, never closed (a caller bug)
+				resps := make([]*http.Response, 0, n)
+				for range n {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+					resp, err := c.Do(req)
+					if err != nil {
+						t.Fatal(err)
 					}
-				}()
-				if _, err := c.Get(srv.URL); !errors.Is(err, bulkhead.ErrBulkheadFull) {
-					t.Fatalf("a request while every permit sits in a dropped body: %v", err)
+					if resp.Proto != proto {
+						resp.Body.Close()
+						t.Fatalf("response over %s, want %s", resp.Proto, proto)
+					}
+					resps = append(resps, resp)
 				}
+				if _, err := c.Get(srv.URL); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+					t.Fatalf("a request while every permit sits in an unread body: %v", err)
+				}
+				runtime.KeepAlive(resps)
+				resps = nil // dropped: never read, never closed (a caller bug)
 				waitFor(t, "the garbage collector to return the permits", func() bool {
 					runtime.GC()
 					return inFlight(b) == 0

@@ -353,22 +353,23 @@ func TestFaultDroppedBodyReturnsPermitAfterGC(t *testing.T) {
 	c := guardedClient(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	func() {
-		for range n {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp // dropped: never read, never closed (a caller bug)
+	resps := make([]*http.Response, 0, n)
+	for range n {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
+		resps = append(resps, resp)
+	}
 	if s := b.Stats(); s.InFlight != n {
-		t.Fatalf("in flight %d while the bodies may still be reachable, want %d", s.InFlight, n)
+		t.Fatalf("in flight %d while the bodies are reachable, want %d", s.InFlight, n)
 	}
 	if _, err := c.Get(srv.URL); !errors.Is(err, bulkhead.ErrBulkheadFull) {
-		t.Fatalf("a request while every permit sits in a dropped body: %v", err)
+		t.Fatalf("a request while every permit sits in an unread body: %v", err)
 	}
+	runtime.KeepAlive(resps)
+	resps = nil // dropped: never read, never closed (a caller bug)
 	waitFor(t, "the garbage collector to return the permits", func() bool {
 		runtime.GC()
 		return b.Stats().InFlight == 0
