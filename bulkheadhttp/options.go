@@ -129,7 +129,11 @@ type StatusError struct {
 
 // Error returns, for example, "http status 503 (Service Unavailable)".
 func (e *StatusError) Error() string {
-	return "http status " + strconv.Itoa(e.Code) + " (" + http.StatusText(e.Code) + ")"
+	s := "http status " + strconv.Itoa(e.Code)
+	if text := http.StatusText(e.Code); text != "" {
+		s += " (" + text + ")"
+	}
+	return s
 }
 
 // Is reports whether target is [bulkhead.ErrOverloaded] and the status 429

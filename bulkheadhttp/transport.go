@@ -97,9 +97,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}()
 	resp, err = t.next.RoundTrip(req)
 	if err != nil {
-		err2 := t.classify(0, err)
+		outcome := t.classify(0, err)
 		returned = true
-		p.Release(err2)
+		p.Release(outcome)
 		return nil, err
 	}
 	outcome := t.classify(resp.StatusCode, nil)

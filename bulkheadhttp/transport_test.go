@@ -201,6 +201,9 @@ func TestTransportCountsServerErrorsAsFailed(t *testing.T) {
 	ev := record(t, b)
 	c := client(b)
 	defer c.CloseIdleConnections()
+	if got := (&bulkheadhttp.StatusError{Code: 599}).Error(); got != "http status 599" {
+		t.Errorf("StatusError{599}: %q", got)
+	}
 	for _, code := range []int{200, 404, 429, 500, 503} {
 		if got := getAll(t, c, srv.URL+"/status/"+itoa(code)); got != code {
 			t.Fatalf("status %d, want %d", got, code)
