@@ -3,6 +3,7 @@ package bulkhead
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 )
@@ -150,6 +151,31 @@ type Stats struct {
 	// Failed counts finished calls whose function returned an error,
 	// panicked or called runtime.Goexit (in both kinds alike).
 	Failed uint64
+}
+
+// LogValue makes a Stats a compact group for log/slog, as in
+// logger.Info("bulkhead", "stats", b.Stats()): name, kind, the limit, the
+// calls in flight and waiting (queued, with the queue's capacity, for a
+// pool), and the counters.
+func (s Stats) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs,
+		slog.String("name", s.Name),
+		slog.String("kind", s.Kind.String()),
+		slog.Int("limit", s.MaxConcurrentCalls),
+		slog.Int("in_flight", s.InFlight))
+	if s.Kind == Pool {
+		attrs = append(attrs, slog.Int("queued", s.QueueDepth), slog.Int("queue_capacity", s.QueueCapacity))
+	} else {
+		attrs = append(attrs, slog.Int("waiting", s.Waiting))
+	}
+	attrs = append(attrs,
+		slog.Uint64("permitted", s.Permitted),
+		slog.Uint64("rejected", s.Rejected),
+		slog.Uint64("cancelled", s.Cancelled),
+		slog.Uint64("finished", s.Finished),
+		slog.Uint64("failed", s.Failed))
+	return slog.GroupValue(attrs...)
 }
 
 // Instance is what both kinds of bulkhead have in common.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -97,4 +98,26 @@ func ExampleFullError() {
 	// Output:
 	// true
 	// payment 2
+}
+
+func TestLogValues(t *testing.T) {
+	var buf strings.Builder
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey || a.Key == slog.LevelKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	logger.Info("e", "e", bulkhead.Event{Name: "p", Kind: bulkhead.Pool, Type: bulkhead.EventFinished,
+		Wait: time.Millisecond, Run: 2 * time.Second, Err: io.EOF})
+	logger.Info("e", "e", bulkhead.Event{Name: "s", Kind: bulkhead.Semaphore, Type: bulkhead.EventLimitChanged, Limit: 7})
+	logger.Info("s", "s", bulkhead.Stats{Name: "p", Kind: bulkhead.Pool, MaxConcurrentCalls: 4, InFlight: 2,
+		QueueDepth: 3, QueueCapacity: 10, Permitted: 9, Rejected: 1, Cancelled: 2, Finished: 7, Failed: 1})
+	want := `msg=e e.name=p e.kind=pool e.type=finished e.wait=1ms e.run=2s e.err=EOF
+msg=e e.name=s e.kind=semaphore e.type="limit changed" e.limit=7
+msg=s s.name=p s.kind=pool s.limit=4 s.in_flight=2 s.queued=3 s.queue_capacity=10 s.permitted=9 s.rejected=1 s.cancelled=2 s.finished=7 s.failed=1
+`
+	if buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+	}
 }

@@ -1,6 +1,7 @@
 package bulkhead
 
 import (
+	"log/slog"
 	"strconv"
 	"time"
 )
@@ -84,4 +85,28 @@ func (e Event) String() string {
 		s += ": " + e.Err.Error()
 	}
 	return s
+}
+
+// LogValue makes an Event a compact group for log/slog, as in
+// logger.Info("bulkhead", "event", e): name, kind and type, then wait,
+// run, limit and err when they apply. The record's own time stands for
+// Time.
+func (e Event) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 3, 7)
+	attrs[0] = slog.String("name", e.Name)
+	attrs[1] = slog.String("kind", e.Kind.String())
+	attrs[2] = slog.String("type", e.Type.String())
+	if e.Wait > 0 {
+		attrs = append(attrs, slog.Duration("wait", e.Wait))
+	}
+	if e.Type == EventFinished && e.Run > 0 {
+		attrs = append(attrs, slog.Duration("run", e.Run))
+	}
+	if e.Type == EventLimitChanged {
+		attrs = append(attrs, slog.Int("limit", e.Limit))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("err", e.Err.Error()))
+	}
+	return slog.GroupValue(attrs...)
 }

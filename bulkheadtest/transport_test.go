@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/bulkheadhttp"
 	"github.com/bulkhead-go/bulkhead/bulkheadtest"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
@@ -43,7 +44,7 @@ func reply(body string) http.Handler {
 func client(t *testing.T, b *semaphore.Bulkhead) *http.Client {
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
-	return &http.Client{Transport: semaphore.Transport(b, base)}
+	return &http.Client{Transport: bulkheadhttp.Transport(b, base)}
 }
 
 // get fetches url and returns nil if it answered 200 with want, the

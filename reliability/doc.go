@@ -14,7 +14,7 @@
 //   - fuzz: state-machine fuzzers that decode bytes into operations and
 //     compare the bulkhead with a simple model after every step.
 //   - faults: HTTP dependencies that hang, reset the connection, fail or
-//     stream slowly, through semaphore.Transport.
+//     stream slowly, through bulkheadhttp.Transport.
 //   - memory: bursts of callers that must leave heap and goroutine count at
 //     their baseline.
 //   - misuse: the documented answer to Release without Acquire, nil

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/bulkheadhttp"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -49,7 +50,7 @@ func semAtRest(t testing.TB, b *semaphore.Bulkhead, permitted, rejected, cancell
 func guardedClient(t testing.TB, b *semaphore.Bulkhead) *http.Client {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: semaphore.Transport(b, tr)}
+	return &http.Client{Transport: bulkheadhttp.Transport(b, tr)}
 }
 
 // server starts an httptest server, closed at cleanup.
@@ -181,13 +182,11 @@ func TestFaultConnectionResetMidBody(t *testing.T) {
 	if err == nil {
 		t.Fatal("reading a reset body succeeded")
 	}
-	// A read error is not EOF: the permit is the caller's until Close, as
-	// for any response body.
-	if s := b.Stats(); s.InFlight != 1 {
-		t.Fatalf("in flight %d after a failed read, want 1 until Close", s.InFlight)
-	}
+	// A read that fails ends the body as EOF does: the dependency is no
+	// longer busy, the permit is back at once, and the call failed.
+	semAtRest(t, b, 1, 0, 0, 1)
 	resp.Body.Close()
-	semAtRest(t, b, 1, 0, 0, 0)
+	semAtRest(t, b, 1, 0, 0, 1)
 }
 
 func TestFaultErrorStatus(t *testing.T) {
@@ -195,18 +194,27 @@ func TestFaultErrorStatus(t *testing.T) {
 		http.Error(w, "dependency unavailable", http.StatusServiceUnavailable)
 	})
 	b := newSem(t, 1, 0)
+	var finished error
+	b.Subscribe(func(e bulkhead.Event) {
+		if e.Type == bulkhead.EventFinished {
+			finished = e.Err
+		}
+	})
 	c := guardedClient(t, b)
 	resp, err := c.Get(srv.URL)
 	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("got %v, %v", resp, err)
 	}
-	// An HTTP error is a response like any other: the permit is held until
-	// the body is done, and the round trip counts as finished, not failed.
+	// The permit is held until the body is done, as for any response; the
+	// call counts as failed, and as the dependency's refusal.
 	if s := b.Stats(); s.InFlight != 1 {
 		t.Fatalf("in flight %d while a 503 body is unread", s.InFlight)
 	}
 	resp.Body.Close()
-	semAtRest(t, b, 1, 0, 0, 0)
+	semAtRest(t, b, 1, 0, 0, 1)
+	if !errors.Is(finished, bulkhead.ErrOverloaded) {
+		t.Fatalf("EventFinished error %v, want one matching ErrOverloaded", finished)
+	}
 }
 
 // slowStream serves a body in chunks, one each time the test sends on next.
@@ -334,9 +342,8 @@ func (c *closeRecorder) Close() error {
 
 // TestFaultDroppedBodyReturnsPermitAfterGC: a response whose body is never
 // closed nor read to EOF, and which the caller drops, returns its permit
-// when the garbage collector finds the body (runtime.AddCleanup). The
-// connection under it is net/http's: it stays busy until the request's
-// context ends, which is why this test cancels it at the end.
+// when the garbage collector finds the body (runtime.AddCleanup), and the
+// Transport then closes the body, which frees the connection under it.
 func TestFaultDroppedBodyReturnsPermitAfterGC(t *testing.T) {
 	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, strings.Repeat("x", 64<<10)) // more than fits in buffers
@@ -346,22 +353,23 @@ func TestFaultDroppedBodyReturnsPermitAfterGC(t *testing.T) {
 	c := guardedClient(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	func() {
-		for range n {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp // dropped: never read, never closed (a caller bug)
+	resps := make([]*http.Response, 0, n)
+	for range n {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
+		resps = append(resps, resp)
+	}
 	if s := b.Stats(); s.InFlight != n {
-		t.Fatalf("in flight %d while the bodies may still be reachable, want %d", s.InFlight, n)
+		t.Fatalf("in flight %d while the bodies are reachable, want %d", s.InFlight, n)
 	}
 	if _, err := c.Get(srv.URL); !errors.Is(err, bulkhead.ErrBulkheadFull) {
-		t.Fatalf("a request while every permit sits in a dropped body: %v", err)
+		t.Fatalf("a request while every permit sits in an unread body: %v", err)
 	}
+	runtime.KeepAlive(resps)
+	resps = nil // dropped: never read, never closed (a caller bug)
 	waitFor(t, "the garbage collector to return the permits", func() bool {
 		runtime.GC()
 		return b.Stats().InFlight == 0
@@ -407,7 +415,7 @@ func TestFaultMix(t *testing.T) {
 	c := guardedClient(t, b)
 	paths := []string{"/ok", "/error", "/hang", "/reset", "/slow"}
 	var o outcomes
-	var ok, dropped, ctxErrs atomic.Uint64
+	var ok, bad, dropped, ctxErrs atomic.Uint64
 	baseCtx, cancelAll := context.WithCancel(context.Background())
 	defer cancelAll()
 	var wg sync.WaitGroup
@@ -425,16 +433,20 @@ func TestFaultMix(t *testing.T) {
 				switch {
 				case err == nil:
 					ok.Add(1)
+					var readErr error
 					switch r.IntN(4) {
 					case 0:
 						resp.Body.Close()
 					case 1:
-						io.ReadAll(resp.Body)
+						_, readErr = io.ReadAll(resp.Body)
 					case 2:
-						io.ReadAll(resp.Body)
+						_, readErr = io.ReadAll(resp.Body)
 						resp.Body.Close()
 					case 3:
 						dropped.Add(1) // left for the garbage collector
+					}
+					if resp.StatusCode >= 500 || readErr != nil {
+						bad.Add(1) // a 5xx, or a body that failed: counted Failed
 					}
 				case errors.Is(err, bulkhead.ErrBulkheadFull):
 					o.rejected.Add(1)
@@ -472,8 +484,9 @@ func TestFaultMix(t *testing.T) {
 		t.Fatalf("permitted+rejected+cancelled = %d of %d requests, with %d deadline errors; %+v",
 			counted, o.calls.Load(), ctxErrs.Load(), s)
 	}
-	if s.Permitted-s.Failed != ok.Load() {
-		t.Fatalf("%d responses, but stats count %d permitted round trips that did not fail", ok.Load(), s.Permitted-s.Failed)
+	if s.Permitted-s.Failed != ok.Load()-bad.Load() {
+		t.Fatalf("%d responses, %d of them 5xx or failed reads, but stats count %d permitted calls that did not fail",
+			ok.Load(), bad.Load(), s.Permitted-s.Failed)
 	}
 	t.Logf("%d requests: %d responses (%d dropped unclosed), %d rejected, %d cancelled waiting, %d failed round trips; %d reached the server",
 		o.calls.Load(), ok.Load(), dropped.Load(), s.Rejected, s.Cancelled, s.Failed, hits.Load())

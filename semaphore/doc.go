@@ -20,8 +20,9 @@
 // long in a first-in, first-out line. A waiting caller whose context ends
 // gets ctx.Err(), never a rejection, so timeouts and saturation stay apart.
 //
-// [Transport] puts a bulkhead in front of a [net/http.RoundTripper], holding
-// the permit until the response body is closed.
+// Package [github.com/bulkhead-go/bulkhead/bulkheadhttp] puts a bulkhead in
+// front of an http.Client (holding the permit until the response body is
+// closed) or an http.Handler.
 //
 // The bulkhead starts no goroutines. Its fast path (a permit granted or
 // refused) takes no lock, reads no clock and allocates nothing while nobody

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -52,28 +49,4 @@ func ExampleBulkhead_TryAcquire() {
 	// Output:
 	// true true false
 	// permitted 2 rejected 1 available 2
-}
-
-func ExampleTransport() {
-	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "paid")
-	}))
-	defer gateway.Close()
-
-	payment, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 2})
-	client := &http.Client{Transport: semaphore.Transport(payment, nil)}
-	defer client.CloseIdleConnections()
-
-	resp, err := client.Get(gateway.URL)
-	if err != nil {
-		fmt.Println(err) // errors.Is(err, bulkhead.ErrBulkheadFull) when payment is saturated
-		return
-	}
-	fmt.Println("in flight while the body is open:", payment.Stats().InFlight)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	fmt.Println(string(body), "- in flight after Close:", payment.Stats().InFlight)
-	// Output:
-	// in flight while the body is open: 1
-	// paid - in flight after Close: 0
 }

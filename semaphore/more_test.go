@@ -1,14 +1,8 @@
 package semaphore_test
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -139,101 +133,4 @@ func TestEventsCarryWaitAndRunTimes(t *testing.T) {
 			}
 		}
 	})
-}
-
-func TestTransportPassesCloseIdleConnections(t *testing.T) {
-	var mu sync.Mutex
-	closed := 0
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "ok")
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateClosed {
-			mu.Lock()
-			closed++
-			mu.Unlock()
-		}
-	}
-	srv.Start()
-	defer srv.Close()
-	b := mustNew(t, 1, 0)
-	c := client(b)
-	resp, err := c.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.ReadAll(resp.Body)
-	resp.Body.Close()
-	c.CloseIdleConnections() // must reach the http.Transport under the bulkhead
-	waitFor(t, "the server to see the connection closed", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return closed == 1
-	})
-	checkRest(t, b, 1, 0, 0, 0)
-}
-
-func TestTransportNilNextUsesDefaultTransport(t *testing.T) {
-	srv, _ := stub(t)
-	b := mustNew(t, 1, 0)
-	c := &http.Client{Transport: semaphore.Transport(b, nil)}
-	defer c.CloseIdleConnections()
-	resp, err := c.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(data) != "hello" {
-		t.Fatalf("body %q", data)
-	}
-	checkRest(t, b, 1, 0, 0, 0)
-}
-
-// A 101 Switching Protocols response keeps a writable body, and its permit
-// until it is closed.
-func TestTransportUpgradeBodyStaysWritable(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close()
-		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
-		rw.Flush()
-		line, _ := rw.ReadString('\n')
-		rw.WriteString("echo " + line)
-		rw.Flush()
-	}))
-	defer srv.Close()
-	b := mustNew(t, 1, 0)
-	c := client(b)
-	defer c.CloseIdleConnections()
-	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "echo")
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	rw, ok := resp.Body.(io.ReadWriteCloser)
-	if !ok {
-		t.Fatalf("upgrade body %T is not writable", resp.Body)
-	}
-	if _, err := io.WriteString(rw, "hi\n"); err != nil {
-		t.Fatal(err)
-	}
-	got, err := bufio.NewReader(rw).ReadString('\n')
-	if err != nil || !strings.HasPrefix(got, "echo hi") {
-		t.Fatalf("read %q, %v", got, err)
-	}
-	if inFlight(b) != 1 {
-		t.Fatal("permit released while the upgraded connection is open")
-	}
-	rw.Close()
-	checkRest(t, b, 1, 0, 0, 0)
 }

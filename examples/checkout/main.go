@@ -10,12 +10,15 @@
 //  2. Shared: the same burst through one bulkhead of 8 permits, and what
 //     inventory loses to the slow payment calls.
 //  3. Outage: a checkout HTTP server with 4 handler slots, flooded with
-//     payment requests while stock checks are measured, without and with
-//     bulkheads.
+//     payment requests while stock checks are measured: without bulkheads,
+//     with a bulkhead on each dependency's client, and with one on the
+//     server's /checkout/pay route (bulkheadhttp.Handler), which answers
+//     the extra requests 503 with Retry-After.
 //
 // With -serve ADDR it also serves the bulkheads of scenario 1 while it
 // runs, and keeps serving until interrupted: /metrics in Prometheus' text
-// format and /bulkheads as JSON (configuration, Stats and recent events).
+// format (GET and HEAD only) and /bulkheads as JSON (configuration, Stats
+// and recent events).
 //
 // Usage:
 //
@@ -84,7 +87,7 @@ func serve(ctx context.Context, w io.Writer, o options, ln net.Listener) error {
 	}
 	defer unregister()
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	mux.Handle("/bulkheads", reg.Handler()) // with recent events: newRegistry(true)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan error, 1)

@@ -75,6 +75,12 @@ func TestOutageWithoutAndWithBulkheads(t *testing.T) {
 		got.paid != want.paid || got.refused != want.refused || got.failed != 0 {
 		t.Errorf("with bulkheads: got %+v, want %+v", got, want)
 	}
+	// The route's Handler refuses at the door, with Retry-After.
+	want.retryAfter = "1"
+	if got := r.admission; got.stockAnswered != want.stockAnswered || got.stockStuck != want.stockStuck ||
+		got.paid != want.paid || got.refused != want.refused || got.failed != 0 || got.retryAfter != want.retryAfter {
+		t.Errorf("with a Handler on /checkout/pay: got %+v, want %+v", got, want)
+	}
 }
 
 func TestRunPrintsOneResultLine(t *testing.T) {
@@ -87,7 +93,8 @@ func TestRunPrintsOneResultLine(t *testing.T) {
 		t.Errorf("printed RESULT lines %q, want exactly [%q]", lines, wantResult)
 	}
 	for _, want := range []string{"1. Isolated", "2. Shared", "3. Outage", "inventory loses 6 of its 8 calls",
-		"without bulkheads  0 of 4", "with bulkheads     4 of 4", "done in"} {
+		"without bulkheads  0 of 4", "with bulkheads     4 of 4", "Handler on /pay    4 of 4",
+		"6 answered\n   503 Service Unavailable with Retry-After: 1.", "done in"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}

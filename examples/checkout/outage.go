@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+
+	"github.com/bulkhead-go/bulkhead/bulkheadhttp"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 // Scenario 3's numbers.
@@ -28,31 +31,45 @@ type outageRun struct {
 	// paid, refused and failed count the payment requests: answered, refused
 	// with 503 by the payment bulkhead, anything else.
 	paid, refused, failed int
+	// retryAfter is the Retry-After header of a refusal.
+	retryAfter string
 	// slowestPaid is how long the slowest paid request took.
 	slowestPaid time.Duration
 }
 
-// outage is what scenario 3 measured, without and with bulkheads.
-type outage struct{ without, with outageRun }
+// outage is what scenario 3 measured, without bulkheads, with bulkheads on
+// the checkout's clients, and with a bulkhead on its /checkout/pay route.
+type outage struct{ without, with, admission outageRun }
+
+// How scenario 3's checkout server guards itself.
+const (
+	unguarded    = iota
+	guardClients // a bulkhead on each dependency's http.Client
+	guardRoute   // a bulkhead on the /checkout/pay route (bulkheadhttp.Handler)
+)
 
 // runOutage is scenario 3, the Go form of the original outage: a checkout
 // server whose handler capacity is bounded is flooded with payment requests
 // while the payment gateway is slow, and stock checks are measured.
 func runOutage(ctx context.Context, w io.Writer, o options) (outage, error) {
 	var (
-		r          outage
-		errWithout error
-		errWith    error
-		wg         sync.WaitGroup
+		r                   outage
+		errWithout, errWith error
+		errAdmission        error
+		wg                  sync.WaitGroup
 	)
-	wg.Go(func() { r.without, errWithout = outageVariant(ctx, o, false) })
-	wg.Go(func() { r.with, errWith = outageVariant(ctx, o, true) })
+	wg.Go(func() { r.without, errWithout = outageVariant(ctx, o, unguarded) })
+	wg.Go(func() { r.with, errWith = outageVariant(ctx, o, guardClients) })
+	wg.Go(func() { r.admission, errAdmission = outageVariant(ctx, o, guardRoute) })
 	wg.Wait()
 	if errWithout != nil {
 		return r, fmt.Errorf("without bulkheads: %w", errWithout)
 	}
 	if errWith != nil {
 		return r, fmt.Errorf("with bulkheads: %w", errWith)
+	}
+	if errAdmission != nil {
+		return r, fmt.Errorf("with a Handler on /checkout/pay: %w", errAdmission)
 	}
 
 	fmt.Fprintf(w, "3. Outage: a checkout server with %d handler slots gets %d GET /checkout/pay at once,\n", handlerSlots, payRequests)
@@ -62,18 +79,21 @@ func runOutage(ctx context.Context, w io.Writer, o options) (outage, error) {
 	for _, v := range []struct {
 		name string
 		run  outageRun
-	}{{"without bulkheads", r.without}, {"with bulkheads", r.with}} {
+	}{{"without bulkheads", r.without}, {"with bulkheads", r.with}, {"Handler on /pay", r.admission}} {
 		fmt.Fprintf(tw, "   %s\t%d of %d\t%d\t%d\t%.1fs\n", v.name, v.run.stockAnswered, stockChecks,
 			v.run.paid, v.run.refused, v.run.slowestPaid.Seconds())
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "   Without bulkheads the payment calls hold every handler slot and the stock checks queue\n"+
 		"   behind them; with them, payment keeps %d slots busy and refuses the rest at once.\n", r.with.paid)
+	fmt.Fprintf(w, "   With bulkheadhttp.Handler on /checkout/pay (the payment limit, %d), the server refuses\n"+
+		"   the extra payment requests at the door, before they take a handler slot: %d answered\n"+
+		"   503 Service Unavailable with Retry-After: %s.\n", r.admission.paid, r.admission.refused, r.admission.retryAfter)
 	return r, nil
 }
 
-// outageVariant runs scenario 3 once, with or without the bulkheads.
-func outageVariant(ctx context.Context, o options, withBulkheads bool) (outageRun, error) {
+// outageVariant runs scenario 3 once, guarded as guard says.
+func outageVariant(ctx context.Context, o options, guard int) (outageRun, error) {
 	wake := make(chan struct{}, 1)
 	st := &stall{release: make(chan struct{}), wake: wake}
 	d := startDeps(o.PayDelay, st)
@@ -81,19 +101,34 @@ func outageVariant(ctx context.Context, o options, withBulkheads bool) (outageRu
 	var r outageRun
 	payClient, closePay := newClient(nil)
 	invClient, closeInv := newClient(nil)
-	if withBulkheads {
+	var payRoute *semaphore.Bulkhead
+	if guard != unguarded {
 		payment, inventory, done, err := newBulkheads(nil)
 		if err != nil {
 			return outageRun{}, err
 		}
 		defer done()
-		payClient, closePay = newClient(payment)
-		invClient, closeInv = newClient(inventory)
+		if guard == guardClients {
+			payClient, closePay = newClient(payment)
+			invClient, closeInv = newClient(inventory)
+		} else {
+			payRoute = payment
+		}
 	}
 	defer closePay()
 	defer closeInv()
 	srv := newCheckout(d.url, payClient, invClient, wake)
-	ts := httptest.NewServer(srv)
+	var h http.Handler = srv
+	if payRoute != nil {
+		// Server-side admission: /checkout/pay gets at most the payment
+		// limit of requests in progress; the others are refused with 503
+		// and Retry-After before they reach the checkout's handler slots.
+		mux := http.NewServeMux()
+		mux.Handle("/checkout/pay", bulkheadhttp.Handler(payRoute, srv))
+		mux.Handle("/", srv)
+		h = mux
+	}
+	ts := httptest.NewServer(h)
 	defer ts.Close()
 	user, closeUser := newClient(nil)
 	defer closeUser()
@@ -115,6 +150,7 @@ func outageVariant(ctx context.Context, o options, withBulkheads bool) (outageRu
 				r.slowestPaid = max(r.slowestPaid, time.Since(start))
 			case isRefused(err):
 				r.refused++
+				r.retryAfter = err.(*statusError).retryAfter
 			default:
 				r.failed++
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/bulkheadhttp"
 	"github.com/bulkhead-go/bulkhead/bulkheadtest"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
@@ -231,7 +232,7 @@ func newClient(b *semaphore.Bulkhead) (*http.Client, func()) {
 	base := &http.Transport{MaxIdleConnsPerHost: 16}
 	var rt http.RoundTripper = base
 	if b != nil {
-		rt = semaphore.Transport(b, base)
+		rt = bulkheadhttp.Transport(b, base)
 	}
 	return &http.Client{Transport: rt}, base.CloseIdleConnections
 }
@@ -255,16 +256,17 @@ func get(ctx context.Context, c *http.Client, url, want string) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK || string(body) != want {
-		return &statusError{url: url, code: resp.StatusCode, body: string(body)}
+		return &statusError{url: url, code: resp.StatusCode, body: string(body), retryAfter: resp.Header.Get("Retry-After")}
 	}
 	return nil
 }
 
 // statusError is an unexpected answer.
 type statusError struct {
-	url  string
-	code int
-	body string
+	url        string
+	code       int
+	body       string
+	retryAfter string // the Retry-After header, if any
 }
 
 func (e *statusError) Error() string {

@@ -88,6 +88,23 @@ func TestServeExposesScenarioOneUntilInterrupted(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	// /metrics answers GET and HEAD only.
+	for _, method := range []string{http.MethodPost, http.MethodDelete} {
+		req, _ := http.NewRequest(method, base+"/metrics", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(resp.Header.Get("Allow"), "GET") {
+			t.Errorf("%s /metrics: %d, Allow %q; want 405 allowing GET", method, resp.StatusCode, resp.Header.Get("Allow"))
+		}
+	}
+	if resp, err := http.Head(base + "/metrics"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("HEAD /metrics: %v, %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	var status any
 	if err := json.Unmarshal([]byte(fetch(t, base+"/bulkheads")), &status); err != nil {
 		t.Fatalf("/bulkheads is not JSON: %v", err)

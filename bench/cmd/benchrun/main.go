@@ -493,12 +493,13 @@ func groupOf(table string) string {
 }
 
 var groupTitles = map[string]string{
-	"G1_Guard":    "1. Guard a no-op call on the caller's goroutine (limit 2^20, never reached)",
-	"G2_Reject":   "2. Rejection with the limit held (limit 8, all permits or workers busy)",
-	"G3_Join":     "3. Submit one task (`return 42`) and wait for it (64 workers)",
-	"G4_FanOut":   "4. Fan-out: 1,000 tasks, then wait for all (64 workers; ns/op is per batch of 1,000)",
-	"G5_JoinTrap": "5. The join trap: the same body guarded on the caller vs submitted and waited for (limits 1024; parallel rows run 8 callers per P)",
-	"G6_Burst":    "6. Burst: 10,000 parked callers released at once against a limit of 8, no wait, an admitted call sleeps 2 ms (ns/op is the wall time of one burst)",
+	"G1_Guard":       "1. Guard a no-op call on the caller's goroutine (limit 2^20, never reached)",
+	"G2_Reject":      "2. Rejection with the limit held (limit 8, all permits or workers busy)",
+	"G3_Join":        "3. Submit one task (`return 42`) and wait for it (64 workers)",
+	"G4_FanOut":      "4. Fan-out: 1,000 tasks, then wait for all (64 workers; ns/op is per batch of 1,000)",
+	"G5_JoinTrap":    "5. The join trap: the same body guarded on the caller vs submitted and waited for (limits 1024; parallel rows run 8 callers per P)",
+	"G6_Burst":       "6. Burst: 10,000 parked callers released at once against a limit of 8, no wait, an admitted call sleeps 2 ms (ns/op is the wall time of one burst)",
+	"G7_HTTPHandler": "7. Server-side admission: one request through an http.Handler that writes \"ok\", into a new httptest.ResponseRecorder (limit 2^20, never reached)",
 }
 
 func fmtNum(v float64) string {
