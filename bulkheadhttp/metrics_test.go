@@ -16,7 +16,7 @@ import (
 // The Transport's 5xx counts reach Stats.Failed and the Prometheus failure
 // counter of the registry's collector.
 func TestTransportFailuresReachPrometheus(t *testing.T) {
-	cfg, err := registry.Load(strings.NewReader("resilience4j.bulkhead.instances.search.maxConcurrentCalls: 2\n"))
+	cfg, err := registry.Load(strings.NewReader("resilience4j.bulkhead:\n  instances:\n    search:\n      maxConcurrentCalls: 2\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
