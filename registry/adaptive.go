@@ -43,8 +43,12 @@ func describeBlock(t reflect.Type) {
 		}
 		b.keys = append(b.keys, tag)
 		b.index[normalize(tag)] = i
-		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
+		switch f.Type.Kind() {
+		case reflect.Struct:
 			describeBlock(f.Type)
+		case reflect.Int, reflect.Int64, reflect.Float64, reflect.String: // block reads these
+		default:
+			panic("registry: adaptive." + t.Name() + "." + f.Name + ": the loader cannot read a " + f.Type.String())
 		}
 	}
 }
@@ -106,7 +110,7 @@ func (v *value) block(rv reflect.Value, sub string) {
 			if d := fv.duration(); d != nil {
 				f.SetInt(int64(*d))
 			}
-		case f.Kind() == reflect.Int:
+		case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
 			if x := fv.integer(); x != nil {
 				f.SetInt(int64(*x))
 			}
