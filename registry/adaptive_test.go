@@ -71,6 +71,11 @@ func TestLoadAdaptive(t *testing.T) {
 		}
 	}
 	poolWant := map[string]*adaptive.Config{"lookups": &adapt, "emails": nil}
+	// adaptive: {} is a controller with every default.
+	empty := mustLoad(t, "thread-pool-bulkhead:\n  instances:\n    p: {adaptive: {}}\n")
+	if got := empty.Pools["p"].Adaptive; got == nil || *got != (adaptive.Config{}) {
+		t.Errorf("adaptive: {} gave %+v", got)
+	}
 	for name, want := range poolWant {
 		got := poolKind.instance(pl, c.Pools[name]).Adaptive
 		if (got == nil) != (want == nil) || got != nil && *got != *want {
