@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/adaptive"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
@@ -71,6 +72,12 @@ type SemaphoreSpec struct {
 	// the instance when Config.RecordEvents is on, 0 to 10000; unset
 	// means 100 (Spring's eventConsumerBufferSize).
 	EventBufferSize *int
+	// Adaptive, if set, attaches an adaptive controller that moves
+	// MaxConcurrentCalls between its MinLimit and MaxLimit (see
+	// [Registry]). It is inherited as a whole, like the other fields: an
+	// entry's own block replaces its base's, it is not merged with it.
+	// Config.Custom is refused. YAML: adaptive, this library's extension.
+	Adaptive *adaptive.Config
 }
 
 // PoolSpec configures a pool bulkhead or a shared pool configuration. Nil
@@ -93,6 +100,8 @@ type PoolSpec struct {
 	KeepAlive *time.Duration
 	// EventBufferSize is as in [SemaphoreSpec].
 	EventBufferSize *int
+	// Adaptive is as in [SemaphoreSpec]; the controller moves MaxWorkers.
+	Adaptive *adaptive.Config
 }
 
 // ConfigError is the error of an invalid configuration. Its message names
@@ -192,6 +201,7 @@ type locator interface {
 type goLocator struct{}
 
 func (goLocator) locate(sec section, name, field string) (int, string, string) {
+	field, _, _ = strings.Cut(field, ".") // "Adaptive.minLimit": the block
 	p := sec.goName() + "[" + strconv.Quote(name) + "]"
 	if field != "" {
 		p += "." + field
@@ -217,6 +227,7 @@ type kindDesc[S, C any] struct {
 	base      func(S) string
 	over      func(s, base S) S // s's set fields over base's
 	buffer    func(S) *int
+	adaptive  func(S) *adaptive.Config
 	defaults  func() C
 	validate  func(C) error
 	finalize  func(s S, c C, l *errList, loc locator, sec section, name string)
@@ -250,6 +261,7 @@ var semaphoreKind = &kindDesc[SemaphoreSpec, semaphore.Config]{
 			apply: func(s SemaphoreSpec, c *semaphore.Config) bool { return copyTo(s.MaxWaitDuration, &c.MaxWaitDuration) }},
 		{key: "baseConfig", name: "BaseConfig", read: func(v *value, s *SemaphoreSpec) { s.BaseConfig = v.name() }},
 		{key: "eventConsumerBufferSize", name: "EventBufferSize", read: func(v *value, s *SemaphoreSpec) { s.EventBufferSize = v.integer() }},
+		{key: "adaptive", name: "Adaptive", read: func(v *value, s *SemaphoreSpec) { s.Adaptive = v.adaptive() }},
 		{key: "writableStackTraceEnabled"},
 		{key: "fairCallHandlingEnabled"},
 		{key: "tags"},
@@ -259,10 +271,12 @@ var semaphoreKind = &kindDesc[SemaphoreSpec, semaphore.Config]{
 		b.MaxConcurrentCalls = pick(s.MaxConcurrentCalls, b.MaxConcurrentCalls)
 		b.MaxWaitDuration = pick(s.MaxWaitDuration, b.MaxWaitDuration)
 		b.EventBufferSize = pick(s.EventBufferSize, b.EventBufferSize)
+		b.Adaptive = pick(s.Adaptive, b.Adaptive)
 		b.BaseConfig = s.BaseConfig
 		return b
 	},
 	buffer:   func(s SemaphoreSpec) *int { return s.EventBufferSize },
+	adaptive: func(s SemaphoreSpec) *adaptive.Config { return s.Adaptive },
 	defaults: semaphore.DefaultConfig,
 	validate: semaphore.Config.Validate,
 }
@@ -291,6 +305,7 @@ var poolKind = &kindDesc[PoolSpec, pool.Config]{
 			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.KeepAlive, &c.KeepAlive) }},
 		{key: "baseConfig", name: "BaseConfig", read: func(v *value, s *PoolSpec) { s.BaseConfig = v.name() }},
 		{key: "eventConsumerBufferSize", name: "EventBufferSize", read: func(v *value, s *PoolSpec) { s.EventBufferSize = v.integer() }},
+		{key: "adaptive", name: "Adaptive", read: func(v *value, s *PoolSpec) { s.Adaptive = v.adaptive() }},
 		{key: "writableStackTraceEnabled"},
 		{key: "contextPropagators"},
 		{key: "tags"},
@@ -303,10 +318,12 @@ var poolKind = &kindDesc[PoolSpec, pool.Config]{
 		b.QueueTimeout = pick(s.QueueTimeout, b.QueueTimeout)
 		b.KeepAlive = pick(s.KeepAlive, b.KeepAlive)
 		b.EventBufferSize = pick(s.EventBufferSize, b.EventBufferSize)
+		b.Adaptive = pick(s.Adaptive, b.Adaptive)
 		b.BaseConfig = s.BaseConfig
 		return b
 	},
 	buffer:   func(s PoolSpec) *int { return s.EventBufferSize },
+	adaptive: func(s PoolSpec) *adaptive.Config { return s.Adaptive },
 	defaults: pool.DefaultConfig,
 	validate: pool.Config.Validate,
 	// Spring refuses a core size above the maximum; a core size alone has
@@ -469,6 +486,26 @@ func (d *kindDesc[S, C]) check(s S, l *errList, loc locator, sec section, name s
 		line, path, key := loc.locate(sec, name, "EventBufferSize")
 		l.add(line, path, "%s %q: %s must be between 0 and %d, got %d", sec, name, key, maxBuffer, *b)
 	}
+	if a := d.adaptive(s); a != nil {
+		checkAdaptive(*a, l, loc, sec, name)
+	}
+}
+
+// checkAdaptive validates an adaptive block through adaptive.Config.Validate,
+// whose messages begin with the field's YAML key: the error points at that
+// key's line when Load recorded it, at the block otherwise.
+func checkAdaptive(a adaptive.Config, l *errList, loc locator, sec section, name string) {
+	err := a.Validate()
+	if a.Custom != nil {
+		err = errors.New("Custom is not supported in a registry's configuration (one algorithm value would serve every bulkhead that inherits the block); use adaptive.Attach")
+	}
+	if err == nil {
+		return
+	}
+	msg := err.Error()
+	sub, _, _ := strings.Cut(msg, " ")
+	line, path, _ := loc.locate(sec, name, "Adaptive."+sub)
+	l.add(line, path, "%s %q: adaptive.%s", sec, name, msg)
 }
 
 // resolve merges every shared configuration over its chain, each one once,

@@ -19,7 +19,9 @@
 // "default" configuration (or failing, with Config.Strict). Precedence, from
 // strongest: the entry's own fields, its baseConfig chain (or "default" when
 // it names none), then semaphore.DefaultConfig or pool.DefaultConfig.
-// docs/configuration.md lists every key.
+// docs/configuration.md lists every key, and the adaptive: block, this
+// package's extension to Resilience4j's keys, which attaches an adaptive
+// controller (package adaptive) to a bulkhead.
 //
 // [Registry.RegisterMetrics] registers the bulkheads' metrics on a
 // prometheus.Registerer you pass; docs/metrics.md lists them with useful

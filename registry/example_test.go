@@ -141,3 +141,45 @@ func ExampleConfig_strict() {
 	fmt.Println(errors.Is(err, registry.ErrNotConfigured))
 	// Output: true
 }
+
+// An adaptive: block (this library's extension, not a Resilience4j key)
+// attaches a controller that moves the limit; the configured limit is where
+// it starts, within minLimit and maxLimit.
+func ExampleLoad_adaptive() {
+	cfg, err := registry.Load(strings.NewReader(`
+resilience4j:
+  bulkhead:
+    instances:
+      inventory:
+        maxConcurrentCalls: 40
+        adaptive: { algorithm: vegas, minLimit: 5, maxLimit: 30, vegas: { noLoadWindow: PT30S } }
+`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := registry.New(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close(context.Background())
+
+	inventory, _ := r.Semaphore("inventory")
+	fmt.Println(inventory.Config().MaxConcurrentCalls)
+
+	// The status page shows the controller's state under "adaptive".
+	rec := httptest.NewRecorder()
+	r.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/?name=inventory", nil))
+	var page struct {
+		Instances []struct {
+			Adaptive struct {
+				Algorithm       string
+				Limit, MaxLimit int
+			}
+		}
+	}
+	_ = json.Unmarshal(rec.Body.Bytes(), &page)
+	fmt.Printf("%+v\n", page.Instances[0].Adaptive)
+	// Output:
+	// 30
+	// {Algorithm:vegas Limit:30 MaxLimit:30}
+}

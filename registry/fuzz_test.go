@@ -22,6 +22,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("resilience4j.bulkhead:\n  instances:\n    payment: {<<: *x}\n"))
 	f.Add([]byte("x: &x {maxConcurentCalls: 3}\nbulkhead:\n  instances:\n    a: {<<: *x}\n    b: {maxWaitDuration: 9999999999h}\n"))
 	f.Add([]byte("e: &e {}\nm: &m {<<: [*e, *e, *e, *e]}\nn: &n {<<: [*m, *m, *m, *m]}\nbulkhead: {instances: {a: *n, b: *n}}\n"))
+	f.Add([]byte("v: &v {alpha: 2.5, noLoadWindow: PT1S}\nbulkhead:\n  configs:\n    default: {adaptive: {algorithm: aimd, window: 1ns, minSamples: 1, vegas: *v}}\n  instances:\n    a: {}\n    b: {adaptive: {minLimt: 3, aimd: {backoff: 1.5}}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		start := time.Now()
 		c, err := Load(bytes.NewReader(data))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/adaptive"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
@@ -69,6 +70,9 @@ type instanceStatus struct {
 	Config statusConfig  `json:"config"`
 	Stats  statusStats   `json:"stats"`
 	Events []statusEvent `json:"events"`
+	// Adaptive is the controller's adaptive.State, for an instance with
+	// an adaptive block only.
+	Adaptive *adaptive.State `json:"adaptive,omitempty"`
 }
 
 type statusConfig struct {
@@ -160,6 +164,10 @@ func statusOf(e *entry) instanceStatus {
 		is.Config = statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
 			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
 	}
+	if ctl := e.control(); ctl != nil {
+		st := ctl.c.State()
+		is.Adaptive = &st
+	}
 	if rg := e.ring.Load(); rg != nil {
 		for _, rec := range rg.records() {
 			is.Events = append(is.Events, statusEvent{
@@ -173,7 +181,9 @@ func statusOf(e *entry) instanceStatus {
 
 // Handler returns an http.Handler that serves every bulkhead's
 // configuration, statistics and recent events as JSON (GET or HEAD), like
-// Spring's bulkheads and bulkheadevents actuator endpoints together.
+// Spring's bulkheads and bulkheadevents actuator endpoints together, and
+// for a bulkhead with an adaptive block its controller's adaptive.State
+// under "adaptive".
 // ?name=x limits it to the bulkheads called x (a semaphore, a pool, or
 // both; ?kind=semaphore or ?kind=pool picks one), 404 if there is none.
 //

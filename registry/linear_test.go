@@ -20,6 +20,17 @@ var adversarial = map[string]func(n int) string{
 		}
 		return b.String()
 	},
+	// One adaptive block, with a nested alias, used by many instances.
+	"adaptive block fan-out": func(n int) string {
+		var b strings.Builder
+		b.WriteString("v: &v {alpha: 2.5, beta: 6, noLoadWindow: PT1S, backoff: 0.8}\n")
+		b.WriteString("a: &a {algorithm: vegas, minLimit: 2, maxLimit: 50, window: 250, minSamples: 5, vegas: *v, aimd: {increase: 1.5}}\n")
+		b.WriteString("bulkhead:\n  instances:\n")
+		for i := 0; b.Len() < n; i++ {
+			fmt.Fprintf(&b, "    i%d: {adaptive: *a}\n", i)
+		}
+		return b.String()
+	},
 	// Mappings of instances merged into one another, nested: each level
 	// doubles what the one below brings in.
 	"nested merge fan-out": func(n int) string {

@@ -131,6 +131,9 @@ func (ld *loader) locate(sec section, name, field string) (int, string, string) 
 	if p, ok := ld.pos[posKey{sec, name, field}]; ok {
 		return p.line, p.path, p.key
 	}
+	if block, _, ok := strings.Cut(field, "."); ok { // a key inside the adaptive block
+		return ld.locate(sec, name, block)
+	}
 	if p, ok := ld.pos[posKey{sec, name, ""}]; ok {
 		key := springKey(sec.kind, field)
 		if key == "" {
@@ -399,7 +402,7 @@ func (d *kindDesc[S, C]) readSpec(ld *loader, n *yaml.Node, epath string, sec se
 		}
 		path := epath + "." + p.key
 		ld.pos[posKey{sec, name, f.name}] = posVal{line: v.Line, path: path, key: p.key}
-		f.read(&value{ld: ld, n: v, path: path, what: what, key: p.key}, &s)
+		f.read(&value{ld: ld, n: v, path: path, what: what, key: p.key, sec: sec, entry: name}, &s)
 	}
 	return s
 }
@@ -409,6 +412,8 @@ type value struct {
 	ld              *loader
 	n               *yaml.Node
 	path, what, key string
+	sec             section // the entry it belongs to
+	entry           string
 }
 
 func (v *value) fail(format string, args ...any) {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/adaptive"
 	"github.com/bulkhead-go/bulkhead/internal/event"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -25,6 +26,17 @@ var ErrNotConfigured = errors.New("registry: no such bulkhead in the configurati
 // Remove), and asking for it again returns the same one. It is safe for
 // concurrent use. Create one with [New]; stop it with [Registry.Close],
 // which closes its pools.
+//
+// A bulkhead whose resolved spec has an Adaptive block gets an adaptive
+// controller when it is created (listed, or asked for by name), which owns
+// its limit from then on. The configured limit (MaxConcurrentCalls or
+// MaxWorkers) is the limit it starts from, brought within MinLimit and
+// MaxLimit, unless InitialLimit is set. [Registry.Reconfigure] keeps the
+// controller, and the limit it reached, while the block stays the same;
+// starts a new one, from the configured limit again, when the block
+// changed; and detaches it when the block went away, giving the bulkhead
+// its configured limit. [Registry.Remove] and [Registry.Close] detach it:
+// the limit stays where the controller left it.
 type Registry struct {
 	mu        sync.Mutex
 	cfg       Config
@@ -34,9 +46,8 @@ type Registry struct {
 	closed    bool
 	closeDone chan struct{}
 	closeErr  error
-	listeners int    // reasons to receive the instances' events
-	recording bool   // keep recent events per instance (Config.RecordEvents)
-	gen       uint64 // bumped by every Reconfigure
+	listeners int  // reasons to receive the instances' events
+	recording bool // keep recent events per instance (Config.RecordEvents)
 
 	// Entry events wait in pending, in the order of the changes (made
 	// under mu), until the goroutine that is delivering takes them:
@@ -67,12 +78,10 @@ type entry struct {
 	ring  atomic.Pointer[ring] // recent events, while recording
 	unsub func()               // the forwarding subscription, while listened to
 
-	// The config the registry last chose for the bulkhead (a
-	// semaphore.Config or a pool.Config) and the generation it comes from
-	// (r.mu guards them). Reconfigure applies it with no lock held, and
-	// again if a later Reconfigure chose another meanwhile.
-	want    any
-	wantGen uint64
+	// What the registry last chose for the bulkhead: its config and its
+	// adaptive controller. Reconfigure replaces it under r.mu and applies
+	// it with no lock held (see sync).
+	target atomic.Pointer[target]
 }
 
 // EntryEventType says what happened to a registry entry.
@@ -130,28 +139,50 @@ func New(cfg Config) (*Registry, error) {
 	return r, nil
 }
 
-// limits resolves the config of the named bulkhead of kind k from cfg,
-// and reports whether cfg lists it.
-func limits(cfg Config, sem resolved[SemaphoreSpec], pl resolved[PoolSpec], k bulkhead.Kind, name string) (want any, size int, listed bool) {
-	if k == bulkhead.Semaphore {
-		s, ok := cfg.Semaphores[name]
-		c, size := semaphoreKind.build(semaphoreKind.instance(sem, s))
-		return c, size, ok
-	}
-	s, ok := cfg.Pools[name]
-	c, size := poolKind.build(poolKind.instance(pl, s))
-	return c, size, ok
+// spec is what a configuration resolves for one bulkhead.
+type spec struct {
+	want     any              // semaphore.Config or pool.Config
+	size     int              // event buffer size
+	adaptive *adaptive.Config // nil: no controller
 }
 
-// newEntry makes a bulkhead from its config. It calls no user code and
-// publishes nothing.
-func newEntry(k key, want any, size int, gen uint64) (*entry, error) {
+// limits resolves the config of the named bulkhead of kind k from cfg,
+// and reports whether cfg lists it.
+func limits(cfg Config, sem resolved[SemaphoreSpec], pl resolved[PoolSpec], k bulkhead.Kind, name string) (spec, bool) {
+	if k == bulkhead.Semaphore {
+		s, ok := cfg.Semaphores[name]
+		full := semaphoreKind.instance(sem, s)
+		c, size := semaphoreKind.build(full)
+		return spec{c, size, full.Adaptive}, ok
+	}
+	s, ok := cfg.Pools[name]
+	full := poolKind.instance(pl, s)
+	c, size := poolKind.build(full)
+	return spec{c, size, full.Adaptive}, ok
+}
+
+// newEntry makes a bulkhead from its spec, and its controller if the spec
+// has an adaptive block (created with the controller's initial limit,
+// attached when the entry is added). It calls no user code and publishes
+// nothing.
+func newEntry(k key, sp spec) (*entry, error) {
 	if err := checkName(k.name); err != nil {
 		return nil, err
 	}
-	e := &entry{key: k, want: want, wantGen: gen, size: size}
+	e := &entry{key: k, size: sp.size}
+	t := &target{cfg: sp.want}
 	var err error
-	switch c := want.(type) {
+	if sp.adaptive != nil {
+		if t.ctl, err = newControl(e, *sp.adaptive, limitOf(sp.want)); err != nil {
+			return nil, fmt.Errorf("registry: %s %q: %w", k.kind, k.name, err)
+		}
+	}
+	e.target.Store(t)
+	var limit int
+	if t.ctl != nil {
+		limit = int(t.ctl.limit.Load())
+	}
+	switch c := withLimit(sp.want, limit).(type) {
 	case semaphore.Config:
 		var b *semaphore.Bulkhead
 		if b, err = semaphore.New(k.name, c); err == nil {
@@ -178,8 +209,8 @@ func (r *Registry) createListed(cfg Config, sem resolved[SemaphoreSpec], pl reso
 		if _, ok := r.entries[k]; ok {
 			continue
 		}
-		want, size, _ := limits(cfg, sem, pl, k.kind, k.name)
-		e, err := newEntry(k, want, size, r.gen)
+		sp, _ := limits(cfg, sem, pl, k.kind, k.name)
+		e, err := newEntry(k, sp)
 		if err != nil {
 			return created, err
 		}
@@ -230,6 +261,7 @@ func (r *Registry) addLocked(e *entry) {
 	if r.listeners > 0 {
 		r.listen(e)
 	}
+	e.control().attach(e)
 	r.entries[e.key] = e
 }
 
@@ -288,12 +320,12 @@ func (r *Registry) get(k bulkhead.Kind, name string) (*entry, error) {
 		r.mu.Unlock()
 		return e, nil
 	}
-	want, size, listed := limits(r.cfg, r.sem, r.pl, k, name)
+	sp, listed := limits(r.cfg, r.sem, r.pl, k, name)
 	if r.cfg.Strict && !listed {
 		r.mu.Unlock()
 		return nil, fmt.Errorf("registry: %s %q: %w", k, name, ErrNotConfigured)
 	}
-	e, err := newEntry(key{k, name}, want, size, r.gen)
+	e, err := newEntry(key{k, name}, sp)
 	if err != nil {
 		r.mu.Unlock()
 		return nil, err
@@ -377,6 +409,7 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 	if ok {
 		delete(r.entries, e.key)
 		e.stopListening()
+		e.control().detach()
 		r.enqueueLocked(EntryRemoved, e)
 	}
 	r.mu.Unlock()
@@ -403,6 +436,10 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 // that pool keeps its old limits, the others get the new ones, and the
 // error names it.
 //
+// A bulkhead with an adaptive controller keeps the limit the controller
+// chose, whatever the configured limit, while its adaptive block is
+// unchanged; its other fields apply as usual (see [Registry]).
+//
 // Concurrent Reconfigure calls end with the limits of the configuration
 // installed last on every bulkhead. It never waits for calls in flight.
 func (r *Registry) Reconfigure(cfg Config) error {
@@ -414,6 +451,7 @@ func (r *Registry) Reconfigure(cfg Config) error {
 		e    *entry
 		want any
 		size int
+		ctl  *control
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -422,8 +460,21 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 	plan := make([]change, 0, len(r.entries))
 	for _, e := range r.entries {
-		want, size, _ := limits(cfg, sem, pl, e.kind, e.name)
-		plan = append(plan, change{e, want, size})
+		sp, _ := limits(cfg, sem, pl, e.kind, e.name)
+		// The controller stays while its block does; a new or changed
+		// block starts a new one.
+		ctl := e.control()
+		switch {
+		case sp.adaptive == nil:
+			ctl = nil
+		case ctl == nil || ctl.cfg != *sp.adaptive:
+			var err error
+			if ctl, err = newControl(e, *sp.adaptive, limitOf(sp.want)); err != nil {
+				r.mu.Unlock()
+				return fmt.Errorf("registry: %s %q: %w", e.kind, e.name, err)
+			}
+		}
+		plan = append(plan, change{e, sp.want, sp.size, ctl})
 	}
 	slices.SortFunc(plan, func(a, b change) int { return compareEntries(a.e, b.e) })
 	created, err := r.createListed(cfg, sem, pl)
@@ -435,13 +486,15 @@ func (r *Registry) Reconfigure(cfg Config) error {
 
 	// Nothing can fail from here on: switch.
 	r.cfg, r.sem, r.pl = cfg, sem, pl
-	r.gen++
 	for _, c := range plan {
-		c.e.want, c.e.wantGen = c.want, r.gen
+		old := c.e.target.Swap(&target{cfg: c.want, ctl: c.ctl}).ctl
+		if old != c.ctl {
+			old.detach()
+			c.ctl.attach(c.e)
+		}
 		r.resizeLocked(c.e, c.size)
 	}
 	for _, e := range created {
-		e.wantGen = r.gen
 		r.addLocked(e)
 		r.enqueueLocked(EntryAdded, e)
 	}
@@ -466,43 +519,22 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	return errors.Join(errs...)
 }
 
-// apply gives e's bulkhead the config the registry chose for it, with no
-// lock held, and reports whether it changed. If a concurrent Reconfigure
-// chose another meanwhile, it applies that too, so that the configuration
-// installed last wins whatever the order the calls finish in.
+// apply gives e's bulkhead the config the registry chose for it (and the
+// limit its controller chose, if it has one), with no lock held, and
+// reports whether it changed. If a concurrent Reconfigure chose another
+// meanwhile, it applies that too, so that the configuration installed last
+// wins whatever the order the calls finish in.
 func (r *Registry) apply(e *entry) (changed bool, err error) {
-	for {
-		r.mu.Lock()
-		gen, want := e.wantGen, e.want
-		r.mu.Unlock()
+	changed, err = e.sync()
+	if errors.Is(err, bulkhead.ErrClosed) {
+		// A pool closed by its user, or by Close meanwhile: it runs
+		// nothing more, so it has no limits to change.
 		err = nil
-		switch b := e.b.(type) {
-		case *semaphore.Bulkhead:
-			if c := want.(semaphore.Config); c != b.Config() {
-				err = b.Reconfigure(c) // cannot fail: c was validated
-				changed = changed || err == nil
-			}
-		case *pool.Bulkhead:
-			if c := want.(pool.Config); c != b.Config() {
-				err = b.Reconfigure(c)
-				changed = changed || err == nil
-				if errors.Is(err, bulkhead.ErrClosed) {
-					// Closed by its user, or by Close meanwhile: it runs
-					// nothing more, so it has no limits to change.
-					err = nil
-				}
-			}
-		}
-		if err != nil {
-			err = fmt.Errorf("registry: reconfigure: %s %q keeps its old limits: %w", e.kind, e.name, err)
-		}
-		r.mu.Lock()
-		again := e.wantGen != gen
-		r.mu.Unlock()
-		if !again {
-			return changed, err
-		}
 	}
+	if err != nil {
+		err = fmt.Errorf("registry: reconfigure: %s %q keeps its old limits: %w", e.kind, e.name, err)
+	}
+	return changed, err
 }
 
 // resizeLocked gives e's event ring the new size, keeping the newest
@@ -571,6 +603,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.closeDone = make(chan struct{})
 	var pools []*pool.Bulkhead
 	for _, e := range r.entries {
+		e.control().detach()
 		if p, ok := e.b.(*pool.Bulkhead); ok {
 			pools = append(pools, p)
 		}

@@ -1,0 +1,269 @@
+package registry
+
+import (
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead/adaptive"
+	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/semaphore"
+	"go.yaml.in/yaml/v3"
+)
+
+// The adaptive: block is read key by key through adaptive.Config's yaml
+// tags, so that it takes exactly the keys the package documents, with the
+// loader's own spellings, durations, errors and budget.
+
+// blockKeys describes one mapping of the block: its keys as the tags spell
+// them and the field of each normalized key.
+type blockKeys struct {
+	keys  []string
+	index map[string]int
+}
+
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	blocks       = map[reflect.Type]*blockKeys{}
+)
+
+func init() { describeBlock(reflect.TypeFor[adaptive.Config]()) }
+
+func describeBlock(t reflect.Type) {
+	b := &blockKeys{index: map[string]int{}}
+	blocks[t] = b
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		b.keys = append(b.keys, tag)
+		b.index[normalize(tag)] = i
+		switch f.Type.Kind() {
+		case reflect.Struct:
+			describeBlock(f.Type)
+		case reflect.Int, reflect.Int64, reflect.Float64, reflect.String: // block reads these
+		default:
+			panic("registry: adaptive." + t.Name() + "." + f.Name + ": the loader cannot read a " + f.Type.String())
+		}
+	}
+}
+
+// adaptive reads an adaptive: block. It returns nil if the block has an
+// error; Validate is left to the compile step, which sees inherited blocks
+// too.
+func (v *value) adaptive() *adaptive.Config {
+	var c adaptive.Config
+	before := len(v.ld.l.errs)
+	v.block(reflect.ValueOf(&c).Elem(), "")
+	if len(v.ld.l.errs) != before || v.ld.l.full() {
+		return nil
+	}
+	return &c
+}
+
+// block reads the mapping v into the struct rv; sub is its place in the
+// block ("" or "vegas.").
+func (v *value) block(rv reflect.Value, sub string) {
+	switch {
+	case isNull(v.n):
+		v.fail("has no value; give a mapping (adaptive: {} for every default) or remove the key")
+		return
+	case v.n.Kind != yaml.MappingNode:
+		v.fail("must be a mapping of keys to values, got %s", describe(v.n))
+		return
+	}
+	desc := blocks[rv.Type()]
+	seen := map[int]int{}
+	for _, p := range v.ld.pairs(v.n, v.path, v.what+": "+v.key) {
+		if v.ld.l.full() {
+			return
+		}
+		path := v.path + "." + p.key
+		nk := normalize(p.key)
+		i, ok := desc.index[nk]
+		if !ok {
+			v.ld.l.add(p.k.Line, path, "%s: unknown key %q%s in %s%s", v.what, p.key, origin(p), v.key, suggest(nk, desc.keys))
+			continue
+		}
+		if line, dup := seen[i]; dup {
+			if !p.merged {
+				v.ld.l.add(p.k.Line, path, "%s: %s.%s is given twice (first at line %d)", v.what, v.key, p.key, line)
+			}
+			continue
+		}
+		seen[i] = p.k.Line
+		n := v.ld.deref(p.v, path)
+		if n == nil {
+			continue
+		}
+		canon := sub + rv.Type().Field(i).Tag.Get("yaml")
+		v.ld.pos[posKey{v.sec, v.entry, "Adaptive." + canon}] = posVal{line: n.Line, path: path, key: p.key}
+		fv := &value{ld: v.ld, n: n, path: path, what: v.what, key: "adaptive." + canon, sec: v.sec, entry: v.entry}
+		f := rv.Field(i)
+		switch {
+		case f.Type() == durationType:
+			if d := fv.duration(); d != nil {
+				f.SetInt(int64(*d))
+			}
+		case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+			if x := fv.integer(); x != nil {
+				f.SetInt(int64(*x))
+			}
+		case f.Kind() == reflect.Float64:
+			if x := fv.float(); x != nil {
+				f.SetFloat(*x)
+			}
+		case f.Kind() == reflect.String:
+			if s, ok := fv.scalar("a string"); ok {
+				f.SetString(s)
+			}
+		case f.Kind() == reflect.Struct:
+			fv.block(f, canon+".")
+		}
+	}
+}
+
+func (v *value) float() *float64 {
+	s, ok := v.scalar("a number")
+	if !ok {
+		return nil
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		v.fail("must be a finite number, got %q", v.n.Value)
+		return nil
+	}
+	return &f
+}
+
+// target is what the registry wants an entry's bulkhead to be: its
+// configuration, and the controller that owns its limit, if any.
+type target struct {
+	cfg any      // semaphore.Config or pool.Config, as configured
+	ctl *control // nil without an adaptive block
+}
+
+// control is an adaptive controller that the registry attached to a
+// bulkhead. The registry sets the limit for it (see entry.sync), so that
+// the controller's limit and the registry's other fields never undo each
+// other.
+type control struct {
+	cfg   adaptive.Config
+	c     *adaptive.Controller
+	limit atomic.Int64 // the limit the controller chose last
+	live  atomic.Bool  // false while adaptive.New chooses the initial limit
+	unsub func()       // its subscription to the bulkhead's events (r.mu)
+}
+
+// newControl makes a controller for e's bulkhead, whose configured limit is
+// configured, and records the initial limit it chooses without applying it.
+// It subscribes to nothing: attach does.
+func newControl(e *entry, cfg adaptive.Config, configured int) (*control, error) {
+	ctl := &control{cfg: cfg}
+	c, err := adaptive.New(cfg, configured, func(n int) error { return e.setLimit(ctl, n) })
+	if err != nil {
+		return nil, err
+	}
+	ctl.c = c
+	ctl.limit.Store(int64(c.State().Limit))
+	ctl.live.Store(true)
+	return ctl, nil
+}
+
+// attach starts feeding the controller e's events. r.mu must be held.
+func (ctl *control) attach(e *entry) {
+	if ctl != nil && ctl.unsub == nil {
+		ctl.unsub = e.b.Subscribe(ctl.c.Observe)
+	}
+}
+
+// detach stops it; the limit stays where it is. r.mu must be held.
+func (ctl *control) detach() {
+	if ctl != nil && ctl.unsub != nil {
+		ctl.unsub()
+		ctl.unsub = nil
+	}
+}
+
+// setLimit is the controller's set function.
+func (e *entry) setLimit(ctl *control, n int) error {
+	ctl.limit.Store(int64(n))
+	if !ctl.live.Load() {
+		return nil // the initial limit: the registry applies it
+	}
+	_, err := e.sync()
+	return err
+}
+
+// sync gives e's bulkhead the configuration the registry chose for it, with
+// the limit of the controller that owns it, and reports whether that changed
+// anything. It holds no lock (the bulkhead's subscribers run here). The
+// registry's Reconfigure and the controller may call it at once: each reads
+// what is wanted, applies it, and tries again if either changed meanwhile,
+// so that the bulkhead ends with the latest of both.
+func (e *entry) sync() (changed bool, err error) {
+	for {
+		t := e.target.Load()
+		limit := 0
+		if t.ctl != nil {
+			limit = int(t.ctl.limit.Load())
+		}
+		err = nil
+		switch b := e.b.(type) {
+		case *semaphore.Bulkhead:
+			if c := withLimit(t.cfg, limit).(semaphore.Config); c != b.Config() {
+				err = b.Reconfigure(c)
+				changed = changed || err == nil
+			}
+		case *pool.Bulkhead:
+			if c := withLimit(t.cfg, limit).(pool.Config); c != b.Config() {
+				err = b.Reconfigure(c)
+				changed = changed || err == nil
+			}
+		}
+		if e.target.Load() == t && (t.ctl == nil || int(t.ctl.limit.Load()) == limit) {
+			return changed, err
+		}
+	}
+}
+
+// withLimit returns cfg with its limit set to n, or cfg if n is 0.
+func withLimit(cfg any, n int) any {
+	switch c := cfg.(type) {
+	case semaphore.Config:
+		if n > 0 {
+			c.MaxConcurrentCalls = n
+		}
+		return c
+	case pool.Config:
+		if n > 0 {
+			c.MaxWorkers = n
+		}
+		return c
+	}
+	return cfg
+}
+
+// limitOf returns cfg's limit.
+func limitOf(cfg any) int {
+	switch c := cfg.(type) {
+	case semaphore.Config:
+		return c.MaxConcurrentCalls
+	case pool.Config:
+		return c.MaxWorkers
+	}
+	return 0
+}
+
+// control returns the controller that owns e's limit, or nil.
+func (e *entry) control() *control {
+	if t := e.target.Load(); t != nil {
+		return t.ctl
+	}
+	return nil
+}
