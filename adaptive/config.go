@@ -70,7 +70,7 @@ type Gradient2 struct {
 	// LongWindow is how many windows the long-term average spans; 0 means 100.
 	LongWindow int `yaml:"longWindow" json:"longWindow"`
 	// Tolerance is how much slower than the long-term average a window may
-	// be before the limit shrinks; 0 means 1.5.
+	// be before the limit shrinks; 0 means 1 (any slowdown shrinks it).
 	Tolerance float64 `yaml:"tolerance" json:"tolerance"`
 	// Backoff multiplies the limit after a window with drops; 0 means 0.9.
 	Backoff float64 `yaml:"backoff" json:"backoff"`
