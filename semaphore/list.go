@@ -6,16 +6,30 @@ import (
 	"github.com/bulkhead-go/bulkhead"
 )
 
-// waiter is a caller waiting for a permit. granted and the links are guarded
-// by the Bulkhead's mutex; ready is closed when the permit is handed over.
+// waiter is a caller waiting for a permit. state and the links are guarded
+// by the Bulkhead's mutex; ready is closed when state leaves waiting.
 type waiter struct {
 	ready      chan struct{}
-	granted    bool
+	state      waiterState
+	deadline   int64 // in the clock of now
 	prev, next *waiter
 }
 
-// list is a doubly linked FIFO of waiters with O(1) removal.
-type list struct{ head, tail *waiter }
+type waiterState uint8
+
+const (
+	waiting waiterState = iota
+	granted             // handed a permit
+	expired             // its deadline passed first
+)
+
+// list is a doubly linked FIFO of waiters with O(1) removal. Deadlines grow
+// from head to tail unless unsorted is set: Reconfigure shortened
+// MaxWaitDuration while callers waited.
+type list struct {
+	head, tail *waiter
+	unsorted   bool
+}
 
 func (l *list) pushBack(w *waiter) {
 	w.prev = l.tail
