@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// TestInterleaved compares rows of groups 1 and 2 (and the configured path)
+// TestInterleaved compares rows of groups 1, 2 and 7
 // finely interleaved: every row runs in chunks of BENCH_CHUNK operations, in
 // a new random order each round, for BENCH_ROUNDS rounds, and each row's
 // time is divided by its table's floor (or by BENCH_REF) in the same round.
@@ -41,6 +41,12 @@ func TestInterleaved(t *testing.T) {
 	}
 	for _, c := range rejectCases {
 		all = append(all, named{"G2_Reject", c})
+	}
+	for _, c := range configuredSemaphoreCases {
+		all = append(all, named{"G7_Configured/semaphore", c})
+	}
+	for _, c := range configuredPoolCases {
+		all = append(all, named{"G7_Configured/pool", c})
 	}
 	testing.Benchmark(func(b *testing.B) {
 		if b.N != 1 {
