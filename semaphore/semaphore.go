@@ -111,10 +111,11 @@ type Bulkhead struct {
 	mu      sync.Mutex // guards the waiter list, the timer and every change to the wait flag
 	waiters list
 	// timer is armed for the earliest deadline of a waiter (at armed, in
-	// the clock of now); every waiter listens to it, and the one it wakes
+	// the clock of now); watcher, one of the waiters, listens to it and
 	// rejects the waiters whose time is up. nil until the first wait.
-	timer *time.Timer
-	armed int64
+	timer   *time.Timer
+	armed   int64
+	watcher *waiter
 }
 
 type fullErrors struct{ now, waited *bulkhead.FullError }
@@ -494,41 +495,49 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 			break
 		}
 	}
-	w := &waiter{ready: make(chan struct{}), deadline: now() + b.maxWait.Load()}
-	b.queueLocked(w)
+	w := &waiter{ready: make(chan struct{}, 1), deadline: now() + b.maxWait.Load()}
+	watch := b.queueLocked(w)
 	timer := b.timer.C
 	b.mu.Unlock()
 
 	for {
+		var fired <-chan time.Time
+		if watch {
+			fired = timer
+		}
 		select {
 		case <-w.ready:
-			if w.state == granted {
+			switch w.state.Load() {
+			case granted:
 				return start, nil
+			case expired:
+				return start, b.reject(start, true)
 			}
-			return start, b.reject(start, true)
+			watch = true // the watcher left the line and handed the timer to w
 		case <-ctx.Done():
-			if b.leave(w) {
-				b.cancelled.Add(1)
-				if b.hub.Active() {
-					b.publish(bulkhead.EventCancelled, start, ctx.Err())
-				}
-				return start, ctx.Err()
-			}
-			// Granted or timed out while we gave up: that came first.
-			<-w.ready
-			if w.state == granted {
+			switch b.leave(w) {
+			case granted: // the permit was handed to us while we gave up: keep it
 				return start, nil
+			case expired:
+				return start, b.reject(start, true)
 			}
-			return start, b.reject(start, true)
-		case <-timer:
+			b.cancelled.Add(1)
+			if b.hub.Active() {
+				b.publish(bulkhead.EventCancelled, start, ctx.Err())
+			}
+			return start, ctx.Err()
+		case <-fired:
 			b.expire()
 		}
 	}
 }
 
-// queueLocked puts w at the end of the line, and arms the timer if w's
-// deadline is the earliest. b.mu must be held.
-func (b *Bulkhead) queueLocked(w *waiter) {
+// queueLocked puts w at the end of the line, arms the timer if w's deadline
+// is the earliest, and reports whether w watches the timer: one waiter at a
+// time does (the first of a line, then the newest when the watcher leaves),
+// so that a waiter costs no timer and the timer wakes one goroutine. b.mu
+// must be held.
+func (b *Bulkhead) queueLocked(w *waiter) (watch bool) {
 	first := b.waiters.head == nil
 	if !first && w.deadline < b.waiters.tail.deadline {
 		b.waiters.unsorted = true // Reconfigure shortened MaxWaitDuration
@@ -538,6 +547,10 @@ func (b *Bulkhead) queueLocked(w *waiter) {
 	if first || w.deadline < b.armed {
 		b.armLocked(w.deadline, now())
 	}
+	if b.watcher == nil {
+		b.watcher = w
+	}
+	return b.watcher == w
 }
 
 // armLocked arms the timer for deadline. b.mu must be held.
@@ -551,8 +564,7 @@ func (b *Bulkhead) armLocked(deadline, t int64) {
 }
 
 // expire rejects every waiter whose deadline has passed, and arms the timer
-// for the earliest deadline left. Any waiter may run it when the timer
-// fires.
+// for the earliest deadline left. The watcher runs it when the timer fires.
 func (b *Bulkhead) expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -561,10 +573,9 @@ func (b *Bulkhead) expire() {
 	for w := b.waiters.head; w != nil; {
 		nw := w.next
 		if w.deadline <= t {
-			b.waiters.remove(w)
-			b.waiting.Add(-1)
-			w.state = expired
-			close(w.ready)
+			b.unlinkLocked(w)
+			w.state.Store(expired)
+			w.signal()
 		} else if !b.waiters.unsorted {
 			next = w.deadline
 			break
@@ -574,27 +585,39 @@ func (b *Bulkhead) expire() {
 		w = nw
 	}
 	if b.waiters.head == nil {
-		b.clearWaitFlag()
 		b.armed = 0
 		return
 	}
 	b.armLocked(next, t)
 }
 
-// leave takes w out of the queue and reports true, or reports false if w
-// had been granted a permit or timed out already.
-func (b *Bulkhead) leave(w *waiter) bool {
+// leave takes w out of the line if it still waits, and returns the state
+// it found: waiting, or granted or expired if that came first.
+func (b *Bulkhead) leave(w *waiter) uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if w.state != waiting {
-		return false
+	st := w.state.Load()
+	if st == waiting {
+		b.unlinkLocked(w)
 	}
+	return st
+}
+
+// unlinkLocked takes w out of the line. If w watched the timer, the newest
+// waiter takes over. Once nobody waits, the fast path admits calls again.
+// b.mu must be held.
+func (b *Bulkhead) unlinkLocked(w *waiter) {
 	b.waiters.remove(w)
 	b.waiting.Add(-1)
 	if b.waiters.head == nil {
+		b.watcher = nil
 		b.clearWaitFlag()
+		return
 	}
-	return true
+	if b.watcher == w {
+		b.watcher = b.waiters.tail
+		b.watcher.signal()
+	}
 }
 
 // grantLocked hands a permit to the oldest waiter if the limit allows and
@@ -610,8 +633,10 @@ func (b *Bulkhead) grantLocked() bool {
 			n &^= waitFlag // the last waiter leaves the line
 		}
 		if b.state.CompareAndSwap(s, n) {
-			b.wake()
-			b.waiting.Add(-1)
+			w := b.waiters.head
+			b.unlinkLocked(w)
+			w.state.Store(granted)
+			w.signal()
 			return true
 		}
 	}
@@ -627,17 +652,6 @@ func (b *Bulkhead) clearWaitFlag() {
 			return
 		}
 	}
-}
-
-// wake takes the oldest waiter off the list and tells it it has a permit.
-// b.mu must be held and the waiter count already updated.
-func (b *Bulkhead) wake() {
-	w := b.waiters.popFront()
-	if b.waiters.head == nil {
-		b.waiters.unsorted = false
-	}
-	w.state = granted
-	close(w.ready)
 }
 
 // finish releases a permit, counts the call finished (and failed), and
