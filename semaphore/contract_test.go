@@ -224,3 +224,44 @@ func TestBlockedAcquireAllocatesAtMostTwo(t *testing.T) {
 		t.Fatalf("a blocked Acquire allocates %v times, want at most 2", n)
 	}
 }
+
+// The waiters that listen to the bulkhead's timer may leave the line first
+// (here by cancellation); the rest still time out exactly on time.
+func TestWaitersTimeOutAfterTheWatchersLeave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, 1, 50*time.Millisecond)
+		b.Acquire(context.Background())
+		const n = 5
+		cancels := make([]context.CancelFunc, n)
+		errs := make([]chan error, n)
+		for i := range n {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancels[i], errs[i] = cancel, make(chan error, 1)
+			go func() { errs[i] <- b.Acquire(ctx) }()
+			synctest.Wait()
+			time.Sleep(time.Millisecond)
+		}
+		// The first two are the ones listening to the timer.
+		cancels[0]()
+		cancels[1]()
+		for i := range 2 {
+			if err := <-errs[i]; err != context.Canceled {
+				t.Fatalf("waiter %d: %v, want context.Canceled", i, err)
+			}
+		}
+		start := time.Now() // 5ms after the first waiter began
+		for i := 2; i < n; i++ {
+			if err := <-errs[i]; !errors.Is(err, bulkhead.ErrBulkheadFull) {
+				t.Fatalf("waiter %d: %v, want a rejection", i, err)
+			}
+			if d, want := time.Since(start), time.Duration(50+i-n)*time.Millisecond; d != want {
+				t.Fatalf("waiter %d rejected after %v, want %v", i, d, want)
+			}
+		}
+		for _, c := range cancels {
+			c()
+		}
+		b.Release()
+		checkRest(t, b, 1, n-2, 2, 0)
+	})
+}

@@ -13,6 +13,7 @@ import (
 type waiter struct {
 	ready      chan struct{} // capacity 1
 	state      atomic.Uint32
+	watch      bool  // listens to the Bulkhead's timer
 	deadline   int64 // in the clock of now
 	prev, next *waiter
 }

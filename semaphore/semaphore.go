@@ -23,7 +23,8 @@ type Config struct {
 	MaxConcurrentCalls int
 	// MaxWaitDuration is how long a caller of Acquire, Do or Execute waits
 	// for a permit when none is free. 0 means fail at once; it must not be
-	// negative.
+	// negative. A caller waits for the MaxWaitDuration in force when it
+	// started waiting, even if Reconfigure changes it meanwhile.
 	MaxWaitDuration time.Duration
 }
 
@@ -74,7 +75,7 @@ func full(s uint64) bool { return s&waitFlag != 0 || s&fieldMask >= s>>limitShif
 
 // errGoexit is the error of EventFinished for a call whose function called
 // runtime.Goexit.
-var errGoexit = errors.New("semaphore: the call ended by runtime.Goexit")
+var errGoexit = errors.New("semaphore: the guarded function called runtime.Goexit")
 
 // Bulkhead limits how many calls may run at once on their callers'
 // goroutines. Most callers should use [Bulkhead.Do] or [Execute]; Acquire,
@@ -111,11 +112,12 @@ type Bulkhead struct {
 	mu      sync.Mutex // guards the waiter list, the timer and every change to the wait flag
 	waiters list
 	// timer is armed for the earliest deadline of a waiter (at armed, in
-	// the clock of now); watcher, one of the waiters, listens to it and
-	// rejects the waiters whose time is up. nil until the first wait.
-	timer   *time.Timer
-	armed   int64
-	watcher *waiter
+	// the clock of now); a few of the waiters (watchers) listen to it, and
+	// the one it wakes rejects the waiters whose time is up. nil until the
+	// first wait.
+	timer    *time.Timer
+	armed    int64
+	watchers int
 }
 
 type fullErrors struct{ now, waited *bulkhead.FullError }
@@ -513,7 +515,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 			case expired:
 				return start, b.reject(start, true)
 			}
-			watch = true // the watcher left the line and handed the timer to w
+			watch = true // the last watcher left the line and handed the timer to w
 		case <-ctx.Done():
 			switch b.leave(w) {
 			case granted: // the permit was handed to us while we gave up: keep it
@@ -533,24 +535,26 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 }
 
 // queueLocked puts w at the end of the line, arms the timer if w's deadline
-// is the earliest, and reports whether w watches the timer: one waiter at a
-// time does (the first of a line, then the newest when the watcher leaves),
-// so that a waiter costs no timer and the timer wakes one goroutine. b.mu
-// must be held.
+// is the earliest, and reports whether w watches the timer. A few waiters
+// do, so that the others wait on their own channel only: the first of a
+// line, and a newcomer while the only watcher is next in line (so that the
+// watchers seldom all leave while others wait; when they do, the newest
+// waiter is woken to take over). b.mu must be held.
 func (b *Bulkhead) queueLocked(w *waiter) (watch bool) {
 	first := b.waiters.head == nil
 	if !first && w.deadline < b.waiters.tail.deadline {
 		b.waiters.unsorted = true // Reconfigure shortened MaxWaitDuration
+	}
+	if b.watchers == 0 || b.watchers == 1 && b.waiters.head.watch {
+		w.watch = true
+		b.watchers++
 	}
 	b.waiters.pushBack(w)
 	b.waiting.Add(1)
 	if first || w.deadline < b.armed {
 		b.armLocked(w.deadline, now())
 	}
-	if b.watcher == nil {
-		b.watcher = w
-	}
-	return b.watcher == w
+	return w.watch
 }
 
 // armLocked arms the timer for deadline. b.mu must be held.
@@ -564,7 +568,7 @@ func (b *Bulkhead) armLocked(deadline, t int64) {
 }
 
 // expire rejects every waiter whose deadline has passed, and arms the timer
-// for the earliest deadline left. The watcher runs it when the timer fires.
+// for the earliest deadline left. A watcher runs it when the timer fires.
 func (b *Bulkhead) expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -603,20 +607,24 @@ func (b *Bulkhead) leave(w *waiter) uint32 {
 	return st
 }
 
-// unlinkLocked takes w out of the line. If w watched the timer, the newest
-// waiter takes over. Once nobody waits, the fast path admits calls again.
-// b.mu must be held.
+// unlinkLocked takes w out of the line. If w was the last to watch the
+// timer, the newest waiter takes over. Once nobody waits, the fast path
+// admits calls again. b.mu must be held.
 func (b *Bulkhead) unlinkLocked(w *waiter) {
 	b.waiters.remove(w)
 	b.waiting.Add(-1)
+	if w.watch {
+		b.watchers--
+	}
 	if b.waiters.head == nil {
-		b.watcher = nil
 		b.clearWaitFlag()
 		return
 	}
-	if b.watcher == w {
-		b.watcher = b.waiters.tail
-		b.watcher.signal()
+	if b.watchers == 0 {
+		t := b.waiters.tail
+		t.watch = true
+		b.watchers++
+		t.signal()
 	}
 }
 
