@@ -64,9 +64,10 @@ var lineCases = []lineCase{
 // BenchmarkG8_Line runs 10,000 callers, each calling in a loop, against a
 // limit of 8 with waiting allowed (a minute for us); an admitted call spins
 // 1µs and yields, so that the others queue up even at GOMAXPROCS=1. The
-// first 10,000 calls fill the line; the next b.N are timed: ns/op is wall
-// time per call, cpu-ns/op the CPU time of the whole process per call
-// (user + system), which is what waiting costs.
+// first 10,000 calls fill the line; the b.N calls that complete after them
+// are timed, while the line stays full: ns/op is wall time per call,
+// cpu-ns/op the CPU time of the whole process per call (user + system),
+// which is what waiting costs.
 func BenchmarkG8_Line(b *testing.B) {
 	for _, c := range byKind(lineCases, func(c lineCase) kind { return c.kind }) {
 		b.Run(kindPrefix[c.kind]+c.name, func(b *testing.B) {
@@ -77,22 +78,18 @@ func BenchmarkG8_Line(b *testing.B) {
 			b.ReportAllocs()
 			b.StopTimer()
 			const warm = lineCallers
-			total := int64(warm + b.N)
+			calls := int64(warm + b.N + lineCallers) // the line is still full when the b.N-th timed call completes
 			var made, finished atomic.Int64
 			warmed, measured := make(chan struct{}), make(chan struct{})
 			var done sync.WaitGroup
 			for range lineCallers {
 				done.Go(func() {
-					for {
-						i := made.Add(1)
-						if i > total {
-							return
-						}
-						if i == warm+1 {
-							close(warmed)
-						}
+					for made.Add(1) <= calls {
 						call()
-						if finished.Add(1) == total {
+						switch finished.Add(1) {
+						case warm:
+							close(warmed)
+						case warm + int64(b.N):
 							close(measured)
 						}
 					}

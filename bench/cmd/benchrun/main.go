@@ -376,6 +376,8 @@ func parseCSV(data []byte) (map[key]cell, []string, error) {
 		u := unit
 		if u == "sec/op" {
 			u, v = "ns/op", v*1e9
+		} else if m, ok := strings.CutSuffix(u, "-sec/op"); ok {
+			u, v = m+"-ns/op", v*1e9 // benchstat turns a metric in ns (cpu-ns/op) into seconds
 		}
 		ci := ""
 		if len(rec) >= 3 {
