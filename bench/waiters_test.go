@@ -77,6 +77,7 @@ func BenchmarkG8_Line(b *testing.B) {
 			})
 			b.ReportAllocs()
 			b.StopTimer()
+			runtime.GC() // start every row from the same heap, whatever ran before
 			const warm = lineCallers
 			calls := int64(warm + b.N + lineCallers) // the line is still full when the b.N-th timed call completes
 			var made, finished atomic.Int64
