@@ -91,7 +91,7 @@ type Bulkhead struct {
 	// Read by every call, written only by Subscribe and Reconfigure.
 	hub     event.Hub[bulkhead.Event]
 	maxWait atomic.Int64
-	full    atomic.Pointer[fullErrors]
+	fullErr atomic.Pointer[fullErrors]
 	cfg     atomic.Pointer[Config]
 	name    string
 	_       [cacheLine]byte
@@ -151,7 +151,7 @@ func (b *Bulkhead) apply(cfg Config) {
 		MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitDuration: cfg.MaxWaitDuration}
 	w := e
 	w.Waited = true
-	b.full.Store(&fullErrors{now: &e, waited: &w})
+	b.fullErr.Store(&fullErrors{now: &e, waited: &w})
 }
 
 // Name returns the name the Bulkhead was created with.
@@ -181,7 +181,7 @@ func (b *Bulkhead) TryAcquire() bool {
 	}
 	b.rejected.Add(1) // reject, written out: no call on this path either
 	if b.hub.Active() {
-		b.publish(bulkhead.EventRejected, time.Time{}, b.full.Load().now)
+		b.publish(bulkhead.EventRejected, time.Time{}, b.fullErr.Load().now)
 	}
 	return false
 }
@@ -275,7 +275,8 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 	if fn == nil || ctx == nil {
 		misuse("Do", ctx == nil)
 	}
-	// Acquire and its rejection, written out so that neither makes a call.
+	// Acquire and its rejection, written out so that neither the fast path
+	// nor a rejection makes a call.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -285,7 +286,7 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 		if full(s) {
 			if b.maxWait.Load() <= 0 {
 				b.rejected.Add(1)
-				f := b.full.Load().now
+				f := b.fullErr.Load().now
 				if b.hub.Active() {
 					b.publish(bulkhead.EventRejected, time.Time{}, f)
 				}
@@ -415,8 +416,9 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 
 // Stats returns a snapshot of the Bulkhead's state and counters. Each
 // snapshot is consistent in itself, whoever else calls Stats at the same
-// time: Permitted is Finished + InFlight, give or take the calls that
-// finished while it was taken.
+// time: Permitted is at least Finished, and Permitted - Finished is
+// InFlight (in the rare moment the finished count's low bits wrap, off by
+// at most the calls in flight).
 func (b *Bulkhead) Stats() bulkhead.Stats {
 	b.statsMu.Lock()
 	var s, high uint64
@@ -749,7 +751,7 @@ func (b *Bulkhead) permitted(start time.Time) time.Time {
 //go:noinline
 func (b *Bulkhead) reject(start time.Time, waited bool) error {
 	b.rejected.Add(1)
-	f := b.full.Load()
+	f := b.fullErr.Load()
 	err := f.now
 	if waited {
 		err = f.waited
