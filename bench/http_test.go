@@ -66,6 +66,6 @@ var httpCases = []opCase{
 	}},
 }
 
-// BenchmarkG7_HTTPHandler serves one request through each approach, with a
+// BenchmarkG9_HTTPHandler serves one request through each approach, with a
 // limit that is never reached.
-func BenchmarkG7_HTTPHandler(b *testing.B) { runOps(b, httpCases, 0) }
+func BenchmarkG9_HTTPHandler(b *testing.B) { runOps(b, httpCases, 0) }

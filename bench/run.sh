@@ -11,7 +11,8 @@
 #   BENCH_FILTER  -test.bench pattern (default .)
 #   BENCH_CPU     -test.cpu list (default 1,2)
 #   BENCH_CONTENTION  pattern also run at -cpu=8 (default ^BenchmarkG[12]_/parallel/; none skips)
-#   BENCH_OUT     output directory (default results)
+#   BENCH_OUT     output directory (default results; with BENCH_DOCS=none a new temporary
+#                 directory, so that a quick look never overwrites the committed results/)
 #   BENCH_DOCS    files whose <!-- bench:begin NAME --> blocks are rewritten (default
 #                 ../docs/performance.md,../docs/choosing.md,../README.md; none skips)
 set -euo pipefail

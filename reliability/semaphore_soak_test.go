@@ -156,6 +156,7 @@ func semaphoreCall(t *testing.T, b *semaphore.Bulkhead, r *rand.Rand, c *concurr
 			o.panicked.Add(1)
 			panic(panicValue{w, i})
 		case op < 18:
+			o.failed.Add(1) // a Goexit counts as failed, as in a pool
 			o.goexited.Add(1)
 			runtime.Goexit()
 		}

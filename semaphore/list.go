@@ -2,20 +2,44 @@ package semaphore
 
 import (
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/bulkhead-go/bulkhead"
 )
 
-// waiter is a caller waiting for a permit. granted and the links are guarded
-// by the Bulkhead's mutex; ready is closed when the permit is handed over.
+// waiter is a caller waiting for a permit. The links are guarded by the
+// Bulkhead's mutex; state changes from waiting under it, and ready is
+// signalled after each change, and when the waiter is to watch the timer.
 type waiter struct {
-	ready      chan struct{}
-	granted    bool
+	ready      chan struct{} // capacity 1
+	state      atomic.Uint32
+	watch      bool  // listens to the Bulkhead's timer
+	deadline   int64 // in the clock of now
 	prev, next *waiter
 }
 
-// list is a doubly linked FIFO of waiters with O(1) removal.
-type list struct{ head, tail *waiter }
+// States of a waiter.
+const (
+	waiting uint32 = iota
+	granted        // handed a permit
+	expired        // its deadline passed first
+)
+
+// signal wakes w if it is not already due to wake.
+func (w *waiter) signal() {
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+}
+
+// list is a doubly linked FIFO of waiters with O(1) removal. Deadlines grow
+// from head to tail unless unsorted is set: Reconfigure shortened
+// MaxWaitDuration while callers waited.
+type list struct {
+	head, tail *waiter
+	unsorted   bool
+}
 
 func (l *list) pushBack(w *waiter) {
 	w.prev = l.tail

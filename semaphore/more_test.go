@@ -64,8 +64,15 @@ func TestListenerMayCallBackIntoBulkhead(t *testing.T) {
 	if err := b.Do(context.Background(), func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 4 {
-		t.Fatalf("events %v", seen)
+	want := []bulkhead.EventType{bulkhead.EventPermitted, bulkhead.EventLimitChanged,
+		bulkhead.EventPermitted, bulkhead.EventFinished, bulkhead.EventFinished}
+	if len(seen) != len(want) {
+		t.Fatalf("events %v, want %v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("events %v, want %v", seen, want)
+		}
 	}
 	checkRest(t, b, 2, 0, 0, 0)
 }

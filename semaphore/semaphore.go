@@ -2,6 +2,7 @@ package semaphore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,8 @@ type Config struct {
 	MaxConcurrentCalls int
 	// MaxWaitDuration is how long a caller of Acquire, Do or Execute waits
 	// for a permit when none is free. 0 means fail at once; it must not be
-	// negative.
+	// negative. A caller waits for the MaxWaitDuration in force when it
+	// started waiting, even if Reconfigure changes it meanwhile.
 	MaxWaitDuration time.Duration
 }
 
@@ -50,9 +52,9 @@ func (c Config) Validate() error {
 // bits of the count of finished calls. Keeping them in one word lets a single
 // compare-and-swap admit a call only while the limit allows it and nobody
 // waits, which keeps the fast path lock-free and the waiters first in line;
-// and lets another single compare-and-swap give the permit back and count
-// the call finished. The finished count's carry out of the top bit is lost
-// by the hardware, so its high bits live in finishedHigh.
+// and lets a single atomic add give the permit back and count the call
+// finished. The finished count's carry out of the top bit is lost by the
+// hardware, so its high bits live in finishedHigh.
 const (
 	fieldBits   = 21
 	fieldMask   = 1<<fieldBits - 1
@@ -61,38 +63,70 @@ const (
 	finShift    = 2*fieldBits + 1
 	oneFinished = 1 << finShift
 	maxWaiters  = 1<<31 - 1
+	cacheLine   = 64
 )
 
 func inUse(s uint64) int   { return int(s & fieldMask) }
 func limitOf(s uint64) int { return int(s >> limitShift & fieldMask) }
+
+// full reports whether s admits no new call: the limit is reached or
+// someone waits.
+func full(s uint64) bool { return s&waitFlag != 0 || s&fieldMask >= s>>limitShift&fieldMask }
+
+// errGoexit is the error of EventFinished for a call whose function called
+// runtime.Goexit.
+var errGoexit = errors.New("semaphore: the guarded function called runtime.Goexit")
 
 // Bulkhead limits how many calls may run at once on their callers'
 // goroutines. Most callers should use [Bulkhead.Do] or [Execute]; Acquire,
 // TryAcquire and Release are the parts they are made of. A Bulkhead starts no
 // goroutines and is safe for concurrent use. Create one with [New].
 type Bulkhead struct {
-	state        atomic.Uint64 // in use | limit | wait flag | finished (low bits); see above
+	// state is written by every call; it has a cache line of its own, so
+	// that the counters below, written by rejections and failures, do not
+	// take it away from the cores that admit calls.
+	state atomic.Uint64 // in use | limit | wait flag | finished (low bits); see above
+	_     [cacheLine - 8]byte
+
+	// Read by every call, written only by Subscribe and Reconfigure.
+	hub     event.Hub[bulkhead.Event]
+	maxWait atomic.Int64
+	fullErr atomic.Pointer[fullErrors]
+	cfg     atomic.Pointer[Config]
+	name    string
+	_       [cacheLine]byte
+
 	finishedHigh atomic.Uint64 // the finished count >> fieldBits
 	rejected     atomic.Uint64
 	cancelled    atomic.Uint64
 	failed       atomic.Uint64
 	waiting      atomic.Int64 // callers in the waiter list, for Stats
-	// finishedSeen and permittedSeen keep Stats from going backwards in
-	// the moment between a wrap of the finished count's low bits and the
-	// increment of its high bits.
-	finishedSeen, permittedSeen atomic.Uint64
-	maxWait                     atomic.Int64
 
-	name string
-	hub  event.Hub[bulkhead.Event]
-	cfg  atomic.Pointer[Config]
-	full atomic.Pointer[fullErrors]
+	// statsMu orders Stats calls, so that the last values they reported
+	// (finishedSeen, permittedSeen) come from one read of the state word.
+	// They keep Stats from going backwards in the moment between a wrap of
+	// the finished count's low bits and the increment of its high bits.
+	statsMu                     sync.Mutex
+	finishedSeen, permittedSeen uint64
 
-	mu      sync.Mutex // guards the waiter list, waiting and every change to the wait flag
+	mu      sync.Mutex // guards the waiter list, the timer and every change to the wait flag
 	waiters list
+	// timer is armed for the earliest deadline of a waiter (at armed, in
+	// the clock of now); a few of the waiters (watchers) listen to it, and
+	// the one it wakes rejects the waiters whose time is up. nil until the
+	// first wait.
+	timer    *time.Timer
+	armed    int64
+	watchers int
 }
 
 type fullErrors struct{ now, waited *bulkhead.FullError }
+
+// epoch anchors now, so that deadlines are read from the monotonic clock.
+var epoch = time.Now()
+
+// now returns the time since epoch.
+func now() int64 { return int64(time.Since(epoch)) }
 
 // New returns a Bulkhead named name with the given configuration. It fails
 // if the name is empty or a field is out of range.
@@ -117,7 +151,7 @@ func (b *Bulkhead) apply(cfg Config) {
 		MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitDuration: cfg.MaxWaitDuration}
 	w := e
 	w.Waited = true
-	b.full.Store(&fullErrors{now: &e, waited: &w})
+	b.fullErr.Store(&fullErrors{now: &e, waited: &w})
 }
 
 // Name returns the name the Bulkhead was created with.
@@ -127,11 +161,10 @@ func (b *Bulkhead) Name() string { return b.name }
 func (b *Bulkhead) Config() Config { return *b.cfg.Load() }
 
 // Subscribe calls fn with every event of this Bulkhead until cancel is
-// called. fn runs with no lock held, on the goroutine of the call it reports
-// (for a response body that [Transport] saw dropped without Close, on the
-// runtime's cleanup goroutine). It must be quick; a panic in it is recovered
-// and ignored, and it must not end its goroutine (runtime.Goexit,
-// testing.T.FailNow).
+// called. fn follows the callback contract of package
+// [github.com/bulkhead-go/bulkhead] ("Callbacks"): it runs on the goroutine
+// of the call it reports, and if it panics or calls runtime.Goexit the
+// Bulkhead has already given back any permit the call held.
 func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	return b.hub.Subscribe(fn)
 }
@@ -142,13 +175,13 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 func (b *Bulkhead) TryAcquire() bool {
 	if b.tryFast() {
 		if b.hub.Active() {
-			b.publish(bulkhead.EventPermitted, time.Time{}, nil)
+			b.permitted(time.Time{})
 		}
 		return true
 	}
 	b.rejected.Add(1) // reject, written out: no call on this path either
 	if b.hub.Active() {
-		b.publish(bulkhead.EventRejected, time.Time{}, b.full.Load().now)
+		b.publish(bulkhead.EventRejected, time.Time{}, b.fullErr.Load().now)
 	}
 	return false
 }
@@ -159,23 +192,30 @@ func (b *Bulkhead) TryAcquire() bool {
 // counted), and a [*bulkhead.FullError] if no permit came in time. Call
 // Release when the work is done.
 func (b *Bulkhead) Acquire(ctx context.Context) error {
+	_, err := b.acquire(ctx)
+	return err
+}
+
+// acquire is Acquire; it also returns when the permit was granted, or zero
+// when nobody subscribes.
+func (b *Bulkhead) acquire(ctx context.Context) (time.Time, error) {
 	if ctx == nil {
 		panic("semaphore: Acquire called with a nil Context")
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return time.Time{}, err
 	}
-	if b.tryFast() {
-		if b.hub.Active() {
-			b.publish(bulkhead.EventPermitted, time.Time{}, nil)
+	var start time.Time
+	if !b.tryFast() {
+		var err error
+		if start, err = b.acquireFull(ctx); err != nil {
+			return time.Time{}, err
 		}
-		return nil
 	}
-	start, err := b.acquireFull(ctx)
-	if err == nil {
-		b.permitted(start)
+	if b.hub.Active() {
+		return b.permitted(start), nil
 	}
-	return err
+	return time.Time{}, nil
 }
 
 // acquireFull is Acquire once the fast path found no free permit. It
@@ -208,14 +248,11 @@ type Permit struct {
 // whose Release counts the call finished (failed for a non-nil error) and
 // reports how long it ran.
 func (b *Bulkhead) AcquirePermit(ctx context.Context) (Permit, error) {
-	if err := b.Acquire(ctx); err != nil {
+	start, err := b.acquire(ctx)
+	if err != nil {
 		return Permit{}, err
 	}
-	p := Permit{b: b}
-	if b.hub.Active() {
-		p.start = time.Now()
-	}
-	return p, nil
+	return Permit{b: b, start: start}, nil
 }
 
 // Release gives the permit back, counts the call finished, and counts it
@@ -232,20 +269,41 @@ func (p Permit) Release(err error) {
 // Do runs fn on the calling goroutine while holding a permit, and returns
 // fn's error unchanged. If no permit can be had it returns the error of
 // Acquire without calling fn. The permit is released however fn ends; a
-// panic in fn is counted as a failure and continues up the caller's stack.
-func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) (err error) {
+// panic in fn or a runtime.Goexit is counted as a failure, and the panic
+// continues up the caller's stack.
+func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error {
 	if fn == nil || ctx == nil {
 		misuse("Do", ctx == nil)
 	}
-	// Acquire, written out so that the fast path makes no call.
+	// Acquire and its rejection, written out so that neither the fast path
+	// nor a rejection makes a call.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	var start time.Time // when the wait began, then when fn began; zero without subscribers
-	if !b.tryFast() {
-		if start, err = b.acquireFull(ctx); err != nil {
-			return err
+	for {
+		s := b.state.Load()
+		if full(s) {
+			if b.maxWait.Load() <= 0 {
+				b.rejected.Add(1)
+				f := b.fullErr.Load().now
+				if b.hub.Active() {
+					b.publish(bulkhead.EventRejected, time.Time{}, f)
+				}
+				return f
+			}
+			var err error
+			if start, err = b.acquireSlow(ctx); err != nil {
+				return err
+			}
+			break
 		}
+		if b.state.CompareAndSwap(s, s+1) {
+			break
+		}
+	}
+	if b.hub.Active() {
+		start = b.permitted(start)
 	}
 	returned := false
 	defer func() {
@@ -253,16 +311,36 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) (err 
 			b.abort(start, recover())
 		}
 	}()
-	if b.hub.Active() {
-		// Published under the defer, so that even a listener that ends the
-		// goroutine (runtime.Goexit, t.FailNow) cannot strand the permit.
-		b.permitted(start)
-		start = time.Now()
-	}
-	err = fn(ctx)
+	err := fn(ctx)
 	returned = true
-	b.finish(start, err, err != nil)
+	// Give the permit back and count the call finished with one add, and
+	// handle the rare cases from the word as it was before the add. This
+	// call took the permit, so the count in use was not 0 unless a wrong
+	// Release elsewhere took it; releasedSlow undoes that and panics.
+	s := b.state.Add(oneFinished-1) - (oneFinished - 1)
+	if s&fieldMask == 0 || s&waitFlag != 0 || s>>finShift == fieldMask || err != nil || b.hub.Active() {
+		b.releasedSlow(s, start, err)
+	}
 	return err
+}
+
+// releasedSlow completes Do's release when the word before the add (s)
+// shows waiters, a wrap of the finished count, or a permit stolen by a
+// wrong Release, or when fn failed or someone subscribes.
+//
+//go:noinline
+func (b *Bulkhead) releasedSlow(s uint64, start time.Time, err error) {
+	if s&fieldMask == 0 {
+		b.state.Add(^uint64(oneFinished - 2)) // adds 1 - oneFinished: undo, then panic as Release does
+		panic("semaphore: Release called without a held permit")
+	}
+	b.released(s)
+	if err != nil {
+		b.failed.Add(1)
+	}
+	if b.hub.Active() {
+		b.publishFinished(start, err)
+	}
 }
 
 // Execute is Do for a function that returns a value.
@@ -290,11 +368,12 @@ func misuse(name string, nilContext bool) {
 	panic("semaphore: " + name + " called with a nil function")
 }
 
-// abort releases the permit of a call that panicked (r != nil) or called
-// runtime.Goexit (r == nil), and lets the panic go on.
+// abort releases the permit of a call whose function panicked (r != nil)
+// or called runtime.Goexit (r == nil), counts it failed, and lets the panic
+// go on.
 func (b *Bulkhead) abort(start time.Time, r any) {
 	if r == nil {
-		b.finish(start, nil, false)
+		b.finish(start, errGoexit, true)
 		return
 	}
 	var err error
@@ -308,16 +387,19 @@ func (b *Bulkhead) abort(start time.Time, r any) {
 // Reconfigure applies cfg without blocking. A larger limit hands the new
 // permits to waiters at once; a smaller one lets the calls in flight finish
 // and admits new calls only once fewer than the new limit run. A new
-// MaxWaitDuration applies to callers that start waiting after it.
+// MaxWaitDuration applies to callers that start waiting after it: a caller
+// already waiting keeps the deadline it started with. A new limit is
+// published as [bulkhead.EventLimitChanged].
 func (b *Bulkhead) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("semaphore %q: %w", b.name, err)
 	}
 	b.mu.Lock()
+	var old uint64
 	for {
-		s := b.state.Load()
-		n := s&^(fieldMask<<limitShift) | uint64(cfg.MaxConcurrentCalls)<<limitShift
-		if b.state.CompareAndSwap(s, n) {
+		old = b.state.Load()
+		n := old&^(fieldMask<<limitShift) | uint64(cfg.MaxConcurrentCalls)<<limitShift
+		if b.state.CompareAndSwap(old, n) {
 			break
 		}
 	}
@@ -325,11 +407,20 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 	for b.grantLocked() {
 	}
 	b.mu.Unlock()
+	if limitOf(old) != cfg.MaxConcurrentCalls && b.hub.Active() {
+		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventLimitChanged,
+			Time: time.Now(), Limit: cfg.MaxConcurrentCalls})
+	}
 	return nil
 }
 
-// Stats returns a snapshot of the Bulkhead's state and counters.
+// Stats returns a snapshot of the Bulkhead's state and counters. Each
+// snapshot is consistent in itself, whoever else calls Stats at the same
+// time: Permitted is at least Finished, and Permitted - Finished is
+// InFlight (in the rare moment the finished count's low bits wrap, off by
+// at most the calls in flight).
 func (b *Bulkhead) Stats() bulkhead.Stats {
+	b.statsMu.Lock()
 	var s, high uint64
 	for range 4 { // a wrap of the low bits between the loads is rare; then look again
 		high = b.finishedHigh.Load()
@@ -339,13 +430,15 @@ func (b *Bulkhead) Stats() bulkhead.Stats {
 		}
 	}
 	in, limit := inUse(s), limitOf(s)
-	// Clamp each counter against its own raw value from this one read of the
-	// state word. A raw value is never above the truth, so neither is
-	// anything recorded; adding this read's in-use count to a Finished that
-	// a concurrent Stats recorded later would be.
+	// raw is below the truth in the moment between a wrap of the low bits
+	// and the increment of high; the values seen last hide that. Stats
+	// calls are serialized, so those are from one earlier read of the
+	// state word, never above this one's truth.
 	raw := high<<fieldBits | s>>finShift
-	finished := monotonic(&b.finishedSeen, raw)
-	permitted := max(monotonic(&b.permittedSeen, raw+uint64(in)), finished)
+	b.finishedSeen = max(b.finishedSeen, raw)
+	b.permittedSeen = max(b.permittedSeen, raw+uint64(in), b.finishedSeen)
+	finished, permitted := b.finishedSeen, b.permittedSeen
+	b.statsMu.Unlock()
 	return bulkhead.Stats{
 		Name:                     b.name,
 		Kind:                     bulkhead.Semaphore,
@@ -361,21 +454,6 @@ func (b *Bulkhead) Stats() bulkhead.Stats {
 	}
 }
 
-// monotonic returns the larger of v and the largest value seen before, and
-// records it. A counter read in the moment after its low bits wrapped and
-// before its high bits were incremented reads low; this hides that.
-func monotonic(seen *atomic.Uint64, v uint64) uint64 {
-	for {
-		old := seen.Load()
-		if v <= old {
-			return old
-		}
-		if seen.CompareAndSwap(old, v) {
-			return v
-		}
-	}
-}
-
 // String returns `semaphore bulkhead "name"`.
 func (b *Bulkhead) String() string { return fmt.Sprintf("semaphore bulkhead %q", b.name) }
 
@@ -383,7 +461,7 @@ func (b *Bulkhead) String() string { return fmt.Sprintf("semaphore bulkhead %q",
 func (b *Bulkhead) tryFast() bool {
 	for {
 		s := b.state.Load()
-		if s&waitFlag != 0 || s&fieldMask >= s>>limitShift&fieldMask {
+		if full(s) {
 			return false
 		}
 		if b.state.CompareAndSwap(s, s+1) {
@@ -392,6 +470,9 @@ func (b *Bulkhead) tryFast() bool {
 	}
 }
 
+// acquireSlow waits in line for a permit. It returns when the wait began
+// (zero when nobody subscribes) and nil with a permit held, or the error of
+// a rejection or cancellation, which it has counted and published.
 func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 	var start time.Time
 	if b.hub.Active() {
@@ -400,7 +481,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 	b.mu.Lock()
 	for {
 		s := b.state.Load()
-		if s&waitFlag == 0 && s&fieldMask < s>>limitShift&fieldMask {
+		if !full(s) {
 			if !b.state.CompareAndSwap(s, s+1) {
 				continue // a fast-path caller or a release raced us; look again
 			}
@@ -418,49 +499,135 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 			break
 		}
 	}
-	w := &waiter{ready: make(chan struct{})}
-	b.waiters.pushBack(w)
-	b.waiting.Add(1)
-	wait := time.Duration(b.maxWait.Load())
+	w := &waiter{ready: make(chan struct{}, 1), deadline: now() + b.maxWait.Load()}
+	watch := b.queueLocked(w)
+	timer := b.timer.C
 	b.mu.Unlock()
 
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-w.ready:
-		return start, nil
-	case <-ctx.Done():
-		if b.leave(w) {
+	for {
+		var fired <-chan time.Time
+		if watch {
+			fired = timer
+		}
+		select {
+		case <-w.ready:
+			switch w.state.Load() {
+			case granted:
+				return start, nil
+			case expired:
+				return start, b.reject(start, true)
+			}
+			watch = true // the last watcher left the line and handed the timer to w
+		case <-ctx.Done():
+			switch b.leave(w) {
+			case granted: // the permit was handed to us while we gave up: keep it
+				return start, nil
+			case expired:
+				return start, b.reject(start, true)
+			}
 			b.cancelled.Add(1)
 			if b.hub.Active() {
 				b.publish(bulkhead.EventCancelled, start, ctx.Err())
 			}
 			return start, ctx.Err()
-		}
-	case <-timer.C:
-		if b.leave(w) {
-			return start, b.reject(start, true)
+		case <-fired:
+			b.expire()
 		}
 	}
-	// The permit was handed to us while we gave up: keep it, the hand-off
-	// came first.
-	return start, nil
 }
 
-// leave takes w out of the queue and reports true, or reports false if w
-// had been granted a permit already.
-func (b *Bulkhead) leave(w *waiter) bool {
+// queueLocked puts w at the end of the line, arms the timer if w's deadline
+// is the earliest, and reports whether w watches the timer. A few waiters
+// do, so that the others wait on their own channel only: the first of a
+// line, and a newcomer while the only watcher is next in line (so that the
+// watchers seldom all leave while others wait; when they do, the newest
+// waiter is woken to take over). b.mu must be held.
+func (b *Bulkhead) queueLocked(w *waiter) (watch bool) {
+	first := b.waiters.head == nil
+	if !first && w.deadline < b.waiters.tail.deadline {
+		b.waiters.unsorted = true // Reconfigure shortened MaxWaitDuration
+	}
+	if b.watchers == 0 || b.watchers == 1 && b.waiters.head.watch {
+		w.watch = true
+		b.watchers++
+	}
+	b.waiters.pushBack(w)
+	b.waiting.Add(1)
+	if first || w.deadline < b.armed {
+		b.armLocked(w.deadline, now())
+	}
+	return w.watch
+}
+
+// armLocked arms the timer for deadline. b.mu must be held.
+func (b *Bulkhead) armLocked(deadline, t int64) {
+	b.armed = deadline
+	if b.timer == nil {
+		b.timer = time.NewTimer(time.Duration(deadline - t))
+		return
+	}
+	b.timer.Reset(time.Duration(deadline - t))
+}
+
+// expire rejects every waiter whose deadline has passed, and arms the timer
+// for the earliest deadline left. A watcher runs it when the timer fires.
+func (b *Bulkhead) expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if w.granted {
-		return false
+	t := now()
+	next := int64(0)
+	for w := b.waiters.head; w != nil; {
+		nw := w.next
+		if w.deadline <= t {
+			b.unlinkLocked(w)
+			w.state.Store(expired)
+			w.signal()
+		} else if !b.waiters.unsorted {
+			next = w.deadline
+			break
+		} else if next == 0 || w.deadline < next {
+			next = w.deadline
+		}
+		w = nw
 	}
+	if b.waiters.head == nil {
+		b.armed = 0
+		return
+	}
+	b.armLocked(next, t)
+}
+
+// leave takes w out of the line if it still waits, and returns the state
+// it found: waiting, or granted or expired if that came first.
+func (b *Bulkhead) leave(w *waiter) uint32 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := w.state.Load()
+	if st == waiting {
+		b.unlinkLocked(w)
+	}
+	return st
+}
+
+// unlinkLocked takes w out of the line. If w was the last to watch the
+// timer, the newest waiter takes over. Once nobody waits, the fast path
+// admits calls again. b.mu must be held.
+func (b *Bulkhead) unlinkLocked(w *waiter) {
 	b.waiters.remove(w)
 	b.waiting.Add(-1)
+	if w.watch {
+		b.watchers--
+	}
 	if b.waiters.head == nil {
 		b.clearWaitFlag()
+		return
 	}
-	return true
+	if b.watchers == 0 {
+		t := b.waiters.tail
+		t.watch = true
+		b.watchers++
+		t.signal()
+	}
 }
 
 // grantLocked hands a permit to the oldest waiter if the limit allows and
@@ -476,8 +643,10 @@ func (b *Bulkhead) grantLocked() bool {
 			n &^= waitFlag // the last waiter leaves the line
 		}
 		if b.state.CompareAndSwap(s, n) {
-			b.wake()
-			b.waiting.Add(-1)
+			w := b.waiters.head
+			b.unlinkLocked(w)
+			w.state.Store(granted)
+			w.signal()
 			return true
 		}
 	}
@@ -486,20 +655,13 @@ func (b *Bulkhead) grantLocked() bool {
 // clearWaitFlag lets the fast path admit calls again once nobody waits.
 // b.mu must be held and the waiter list empty.
 func (b *Bulkhead) clearWaitFlag() {
+	b.waiters.unsorted = false
 	for {
 		s := b.state.Load()
 		if s&waitFlag == 0 || b.state.CompareAndSwap(s, s&^waitFlag) {
 			return
 		}
 	}
-}
-
-// wake takes the oldest waiter off the list and tells it it has a permit.
-// b.mu must be held and the waiter count already updated.
-func (b *Bulkhead) wake() {
-	w := b.waiters.popFront()
-	w.granted = true
-	close(w.ready)
 }
 
 // finish releases a permit, counts the call finished (and failed), and
@@ -535,14 +697,21 @@ func (b *Bulkhead) releasePermit() {
 			panic("semaphore: Release called without a held permit")
 		}
 		if b.state.CompareAndSwap(s, s-1+oneFinished) {
-			if s>>finShift == fieldMask {
-				b.finishedHigh.Add(1) // the low bits wrapped to zero
-			}
-			if s&waitFlag != 0 {
-				b.grantWaiters()
-			}
+			b.released(s)
 			return
 		}
+	}
+}
+
+// released does what is left to do after a release changed the state word
+// from s: carry a wrap of the finished count, and hand the permit to a
+// waiter.
+func (b *Bulkhead) released(s uint64) {
+	if s>>finShift == fieldMask {
+		b.finishedHigh.Add(1) // the low bits wrapped to zero
+	}
+	if s&waitFlag != 0 {
+		b.grantWaiters()
 	}
 }
 
@@ -557,10 +726,24 @@ func (b *Bulkhead) grantWaiters() {
 	b.mu.Unlock()
 }
 
-func (b *Bulkhead) permitted(start time.Time) {
-	if b.hub.Active() {
-		b.publish(bulkhead.EventPermitted, start, nil)
-	}
+// permitted publishes EventPermitted for a permit just taken (start is when
+// the wait began, or zero) and returns the event's time, which is when the
+// call starts to run. If a subscriber panics or calls runtime.Goexit, it
+// gives the permit back (the call is finished, not failed: it never ran)
+// before the panic goes on, so that the caller, who never got the permit,
+// cannot strand it.
+//
+//go:noinline
+func (b *Bulkhead) permitted(start time.Time) time.Time {
+	ok := false
+	defer func() {
+		if !ok {
+			b.finish(time.Time{}, nil, false)
+		}
+	}()
+	t := b.publish(bulkhead.EventPermitted, start, nil)
+	ok = true
+	return t
 }
 
 // reject counts a rejection and returns the prebuilt error for it.
@@ -568,7 +751,7 @@ func (b *Bulkhead) permitted(start time.Time) {
 //go:noinline
 func (b *Bulkhead) reject(start time.Time, waited bool) error {
 	b.rejected.Add(1)
-	f := b.full.Load()
+	f := b.fullErr.Load()
 	err := f.now
 	if waited {
 		err = f.waited
@@ -579,11 +762,15 @@ func (b *Bulkhead) reject(start time.Time, waited bool) error {
 	return err
 }
 
+// publish publishes an event of type t for a call that began waiting at
+// start (zero if it did not wait) and returns the event's time.
+//
 //go:noinline
-func (b *Bulkhead) publish(t bulkhead.EventType, start time.Time, err error) {
+func (b *Bulkhead) publish(t bulkhead.EventType, start time.Time, err error) time.Time {
 	e := bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: t, Time: time.Now(), Err: err}
 	if !start.IsZero() {
 		e.Wait = e.Time.Sub(start)
 	}
 	b.hub.Publish(e)
+	return e.Time
 }

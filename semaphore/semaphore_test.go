@@ -121,7 +121,7 @@ func TestDoRunsOnCallerGoroutineAndStartsNone(t *testing.T) {
 		t.Error("Do returned after runtime.Goexit in fn")
 	}()
 	<-done
-	checkRest(t, b, 4, 1, 0, 0)
+	checkRest(t, b, 4, 1, 0, 1) // the Goexit counts as a failure
 }
 
 func TestTryAcquireSequenceAndEvents(t *testing.T) {
@@ -173,18 +173,25 @@ func TestTryAcquireSequenceAndEvents(t *testing.T) {
 	checkRest(t, b, 4, 1, 0, 0)
 }
 
+// A subscriber's panic is not the bulkhead's to hide (see the callback
+// contract): it may reach the caller. Either way no permit is lost and the
+// counters stay exact.
 func TestPanickingSubscriberDoesNotBreakBulkhead(t *testing.T) {
 	b := mustNew(t, 1, 0)
-	var seen atomic.Int32
 	b.Subscribe(func(bulkhead.Event) { panic("listener bug") })
-	b.Subscribe(func(bulkhead.Event) { seen.Add(1) })
-	if err := b.Do(context.Background(), func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err)
+	for range 3 {
+		func() {
+			defer func() {
+				if r := recover(); r != nil && r != "listener bug" {
+					t.Errorf("recovered %v", r)
+				}
+			}()
+			b.Do(context.Background(), func(context.Context) error { return nil })
+		}()
 	}
-	if seen.Load() != 2 {
-		t.Fatalf("second subscriber saw %d events, want 2", seen.Load())
+	if s := b.Stats(); s.InFlight != 0 || s.Permitted != 3 || s.Finished != 3 || s.Failed != 0 || s.Rejected != 0 {
+		t.Fatalf("after three calls: %+v", s)
 	}
-	checkRest(t, b, 1, 0, 0, 0)
 }
 
 func TestReleaseWithoutPermitPanics(t *testing.T) {
@@ -361,8 +368,9 @@ func TestDoReleasesOnEveryPath(t *testing.T) {
 		semaphore.Execute(ctx, b, func(context.Context) (int, error) { runtime.Goexit(); return 0, nil })
 	}()
 	<-done
-	// 6 calls, of which the error, the error of Execute and two panics failed.
-	checkRest(t, b, 6, 0, 0, 4)
+	// 6 calls, of which the error, the error of Execute, two panics and the
+	// Goexit failed.
+	checkRest(t, b, 6, 0, 0, 5)
 }
 
 func TestReconfigureGrowHandsPermitsToWaiters(t *testing.T) {
