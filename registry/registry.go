@@ -719,7 +719,9 @@ func (r *Registry) listen(e *entry) {
 		if rg := e.ring.Load(); rg != nil {
 			rg.add(&ev)
 		}
-		r.calls.Publish(ev)
+		if r.calls.Active() {
+			r.calls.Publish(ev)
+		}
 		if ss := e.sinks.Load(); ss != nil {
 			for _, s := range *ss {
 				s.observe(e, &ev)

@@ -46,17 +46,33 @@ func (r *ring) add(e *bulkhead.Event) {
 	if !e.Time.IsZero() {
 		at = e.Time.UnixNano()
 	}
-	r.put(record{typ: e.Type, outcome: outcome(e), at: at, wait: e.Wait, run: e.Run})
+	var out uint8
+	switch {
+	case e.Type == bulkhead.EventPermitted:
+	case e.Type == bulkhead.EventFinished && e.Err == nil:
+		out = outSuccess
+	default:
+		out = outcome(e)
+	}
+	r.mu.Lock()
+	r.buf[r.next] = record{typ: e.Type, outcome: out, at: at, wait: e.Wait, run: e.Run}
+	r.advance()
+	r.mu.Unlock()
 }
 
+// put adds rec as it is (when a resized ring takes over the records).
 func (r *ring) put(rec record) {
 	r.mu.Lock()
 	r.buf[r.next] = rec
+	r.advance()
+	r.mu.Unlock()
+}
+
+func (r *ring) advance() {
 	r.next++
 	if r.next == len(r.buf) {
 		r.next, r.full = 0, true
 	}
-	r.mu.Unlock()
 }
 
 // records returns the kept records, oldest first.
