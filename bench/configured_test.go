@@ -49,7 +49,7 @@ func init() {
 			return semDo(s)
 		}},
 		opCase{oursKind, "Do_registry", func(b *testing.B) func() {
-			r := newConfigured(b, registry.Config{Semaphores: map[string]registry.SemaphoreSpec{
+			r := newConfigured(b, registry.Config{RecordEvents: true, Semaphores: map[string]registry.SemaphoreSpec{
 				"bench": {MaxConcurrentCalls: new(bigLimit)}}})
 			s, err := r.Semaphore("bench")
 			if err != nil {
@@ -67,7 +67,7 @@ func init() {
 	configuredPoolCases = append(configuredPoolCases,
 		opCase{floorKind, "Submit_Wait", func(b *testing.B) func() { return poolJoinOp(newPool(b, joinWorkers, 0)) }},
 		opCase{oursKind, "Submit_Wait_registry", func(b *testing.B) func() {
-			r := newConfigured(b, registry.Config{Pools: map[string]registry.PoolSpec{
+			r := newConfigured(b, registry.Config{RecordEvents: true, Pools: map[string]registry.PoolSpec{
 				"bench": {MaxWorkers: new(joinWorkers), QueueCapacity: new(0)}}})
 			p, err := r.Pool("bench")
 			if err != nil {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -39,13 +40,20 @@ type collector struct {
 	pool     []metricDesc // Resilience4j's thread-pool gauges
 
 	wait, run *prometheus.HistogramVec
-	mu        sync.Mutex                          // serialises changes to series
-	series    atomic.Pointer[map[key]*histograms] // copy on write: read per event without a lock
+	stopped   bool // unregistered (r.mu)
 }
 
 // histograms are one bulkhead's histogram series.
 type histograms struct {
 	permitted, rejected, cancelled, run prometheus.Observer
+}
+
+// sink feeds one collector's histograms with the events of one bulkhead.
+// The bulkhead's entry keeps one per collector with histograms, so that an
+// event reaches its series with no lookup, no lock and no allocation.
+type sink struct {
+	c *collector
+	h atomic.Pointer[histograms] // nil until the bulkhead's first event
 }
 
 type metricDesc struct {
@@ -127,90 +135,69 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		Help:    "How long finished calls ran, for calls the bulkhead ran itself (Do, Execute, Transport, pool tasks).",
 		Buckets: buckets,
 	}, labels)
-	c.series.Store(&map[key]*histograms{})
 	return c, nil
 }
 
-// observe feeds the histograms: one map lookup and one Observe per event,
-// no lock and no allocation once the bulkhead's series exist.
-func (c *collector) observe(e bulkhead.Event) {
-	h := (*c.series.Load())[key{e.Kind, e.Name}]
+// observe feeds the histograms with an event of e's bulkhead: one atomic
+// load and at most one Observe, once the bulkhead's series exist.
+func (s *sink) observe(e *entry, ev *bulkhead.Event) {
+	h := s.h.Load()
 	if h == nil {
-		if h = c.add(key{e.Kind, e.Name}); h == nil {
+		if h = s.c.series(e, s); h == nil {
 			return
 		}
 	}
-	switch e.Type {
+	switch ev.Type {
 	case bulkhead.EventPermitted:
-		h.permitted.Observe(e.Wait.Seconds())
+		h.permitted.Observe(ev.Wait.Seconds())
 	case bulkhead.EventRejected:
-		if fe, ok := e.Err.(*bulkhead.FullError); ok && fe.Waited {
-			h.rejected.Observe(e.Wait.Seconds()) // refused at once: it did not wait
+		if fe, ok := ev.Err.(*bulkhead.FullError); ok && fe.Waited {
+			h.rejected.Observe(ev.Wait.Seconds()) // refused at once: it did not wait
 		}
 	case bulkhead.EventCancelled:
-		h.cancelled.Observe(e.Wait.Seconds())
+		h.cancelled.Observe(ev.Wait.Seconds())
 	case bulkhead.EventFinished:
-		if e.Run > 0 {
-			h.run.Observe(e.Run.Seconds())
+		if ev.Run > 0 {
+			h.run.Observe(ev.Run.Seconds())
 		}
 	}
 }
 
-// add makes the series of a bulkhead in the registry; nil for one removed
-// meanwhile, so that a late event cannot bring its series back.
-func (c *collector) add(k key) *histograms {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cur := *c.series.Load()
-	if h := cur[k]; h != nil {
+// series makes the series of e's bulkhead for s, on its first event; nil
+// once the bulkhead was removed (or the collector unregistered), so that a
+// late event cannot bring its series back.
+func (c *collector) series(e *entry, s *sink) *histograms {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := s.h.Load(); h != nil {
 		return h
 	}
-	c.r.mu.Lock()
-	_, live := c.r.entries[k]
-	c.r.mu.Unlock()
-	if !live {
+	if c.stopped || r.entries[e.key] != e {
 		return nil
 	}
-	kind := k.kind.String()
+	kind := e.kind.String()
 	h := &histograms{
-		permitted: c.wait.WithLabelValues(k.name, kind, "permitted"),
-		rejected:  c.wait.WithLabelValues(k.name, kind, "rejected"),
-		cancelled: c.wait.WithLabelValues(k.name, kind, "cancelled"),
-		run:       c.run.WithLabelValues(k.name, kind),
+		permitted: c.wait.WithLabelValues(e.name, kind, "permitted"),
+		rejected:  c.wait.WithLabelValues(e.name, kind, "rejected"),
+		cancelled: c.wait.WithLabelValues(e.name, kind, "cancelled"),
+		run:       c.run.WithLabelValues(e.name, kind),
 	}
-	next := make(map[key]*histograms, len(cur)+1)
-	for k2, v := range cur {
-		next[k2] = v
-	}
-	next[k] = h
-	c.series.Store(&next)
+	s.h.Store(h)
 	return h
 }
 
-// removed deletes the series of a removed bulkhead.
-func (c *collector) removed(ev EntryEvent) {
-	if ev.Type != EntryRemoved {
+// deleteSeriesLocked deletes the series of e's bulkhead, removed from the
+// registry, if its first event made them. r.mu must be held.
+func (s *sink) deleteSeriesLocked(e *entry) {
+	if s.h.Swap(nil) == nil {
 		return
 	}
-	k := key{ev.Kind, ev.Name}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cur := *c.series.Load()
-	if _, ok := cur[k]; !ok {
-		return
-	}
-	next := make(map[key]*histograms, len(cur))
-	for k2, v := range cur {
-		if k2 != k {
-			next[k2] = v
-		}
-	}
-	c.series.Store(&next)
-	kind := k.kind.String()
+	kind := e.kind.String()
 	for _, o := range []string{"permitted", "rejected", "cancelled"} {
-		c.wait.DeleteLabelValues(k.name, kind, o)
+		s.c.wait.DeleteLabelValues(e.name, kind, o)
 	}
-	c.run.DeleteLabelValues(k.name, kind)
+	s.c.run.DeleteLabelValues(e.name, kind)
 }
 
 // Describe implements prometheus.Collector.
@@ -269,10 +256,14 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 	}
 	stop := func() {}
 	if c.wait != nil {
-		// Entry events first, so that a removal is seen before anything.
-		unEntries := r.SubscribeEntries(c.removed)
-		unCalls := r.Subscribe(c.observe)
-		stop = func() { unCalls(); unEntries() }
+		r.mu.Lock()
+		r.addCollectorLocked(c)
+		r.mu.Unlock()
+		stop = func() {
+			r.mu.Lock()
+			r.removeCollectorLocked(c)
+			r.mu.Unlock()
+		}
 	}
 	if err := reg.Register(c); err != nil {
 		stop()
@@ -285,4 +276,49 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 			stop()
 		})
 	}, nil
+}
+
+// addCollectorLocked makes every bulkhead, present and future, feed c's
+// histograms. r.mu must be held.
+func (r *Registry) addCollectorLocked(c *collector) {
+	r.collectors = append(r.collectors, c)
+	for _, e := range r.entries {
+		e.addSink(c)
+	}
+	r.retainLocked()
+}
+
+// removeCollectorLocked stops it. r.mu must be held.
+func (r *Registry) removeCollectorLocked(c *collector) {
+	c.stopped = true
+	r.collectors = slices.DeleteFunc(r.collectors, func(x *collector) bool { return x == c })
+	for _, e := range r.entries {
+		e.removeSink(c)
+	}
+	r.releaseLocked()
+}
+
+// addSink adds a sink for c to e's (copy on write: read per event without
+// a lock). r.mu must be held.
+func (e *entry) addSink(c *collector) {
+	var next []*sink
+	if cur := e.sinks.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, &sink{c: c})
+	e.sinks.Store(&next)
+}
+
+// removeSink removes c's sink from e's. r.mu must be held.
+func (e *entry) removeSink(c *collector) {
+	cur := e.sinks.Load()
+	if cur == nil {
+		return
+	}
+	next := slices.DeleteFunc(slices.Clone(*cur), func(s *sink) bool { return s.c == c })
+	if len(next) == 0 {
+		e.sinks.Store(nil)
+		return
+	}
+	e.sinks.Store(&next)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -485,15 +486,56 @@ func TestObserveAllocatesNothing(t *testing.T) {
 		{Name: "payment", Kind: bulkhead.Semaphore, Type: bulkhead.EventFinished, Run: 2},
 		{Name: "payment", Kind: bulkhead.Semaphore, Type: bulkhead.EventCancelled, Wait: 3},
 	}
-	for _, e := range events {
-		c.observe(e)
+	r.mu.Lock()
+	e := r.entries[key{bulkhead.Semaphore, "payment"}]
+	r.mu.Unlock()
+	s := &sink{c: c}
+	for i := range events {
+		s.observe(e, &events[i])
 	}
 	if a := testing.AllocsPerRun(100, func() {
-		for _, e := range events {
-			c.observe(e)
+		for i := range events {
+			s.observe(e, &events[i])
 		}
 	}); a != 0 {
 		t.Errorf("%v allocations per event batch, want 0", a)
+	}
+}
+
+// TestConfiguredCallAllocatesNothing: a call through a bulkhead of a
+// registry that records events, with the collector's histograms on and the
+// status handler mounted, allocates nothing: its events go to the ring, the
+// histograms and the registry's subscribers by value, with no lookup.
+func TestConfiguredCallAllocatesNothing(t *testing.T) {
+	cfg := mustLoad(t, metricsYAML)
+	cfg.RecordEvents = true
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	reg := prometheus.NewPedanticRegistry()
+	unregister, err := r.RegisterMetrics(reg, MetricsOptions{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	http.NewServeMux().Handle("/bulkheads", r.Handler())
+	pay, _ := r.Semaphore("payment")
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	_ = pay.Do(ctx, fn) // the first event makes the series
+	const runs = 100
+	if a := testing.AllocsPerRun(runs, func() { _ = pay.Do(ctx, fn) }); a != 0 {
+		t.Errorf("%v allocations per call, want 0", a)
+	}
+	// The calls were observed and recorded all the same.
+	if got := histSeries(t, reg, "payment")["bulkhead_run_duration_seconds/"]; got != runs+2 {
+		t.Errorf("run histogram counted %d calls, want %d", got, runs+2)
+	}
+	_, body := getStatus(t, r.Handler(), "/bulkheads?name=payment")
+	if n := strings.Count(body, `"outcome": "success"`); n != 50 {
+		t.Errorf("status page shows %d finished calls, want 50 (the ring's 100 events)", n)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
@@ -13,50 +12,6 @@ import (
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
-
-// record is what the status page keeps of an event: its type, time,
-// durations and outcome word, never its error, so that an error's text (or
-// a panic's stack) can neither be shown nor kept alive by the ring.
-type record struct {
-	typ       bulkhead.EventType
-	outcome   string
-	time      time.Time
-	wait, run time.Duration
-}
-
-// ring keeps the last len(buf) records.
-type ring struct {
-	mu   sync.Mutex
-	buf  []record
-	next int
-	full bool
-}
-
-func newRing(n int) *ring { return &ring{buf: make([]record, n)} }
-
-func (r *ring) add(e bulkhead.Event) {
-	r.put(record{typ: e.Type, outcome: outcome(e), time: e.Time, wait: e.Wait, run: e.Run})
-}
-
-func (r *ring) put(rec record) {
-	r.mu.Lock()
-	r.buf[r.next] = rec
-	r.next++
-	if r.next == len(r.buf) {
-		r.next, r.full = 0, true
-	}
-	r.mu.Unlock()
-}
-
-// records returns the kept records, oldest first.
-func (r *ring) records() []record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.full {
-		return append([]record(nil), r.buf[:r.next]...)
-	}
-	return append(append(make([]record, 0, len(r.buf)), r.buf[r.next:]...), r.buf[:r.next]...)
-}
 
 // The status document. Its JSON names are part of the API (documented in
 // docs/metrics.md); the Go types are not.
@@ -106,35 +61,50 @@ type statusEvent struct {
 	Run     string    `json:"run,omitempty"`
 }
 
-// outcome is a fixed word, never an error's text: "full" (rejected),
-// "cancelled", "deadline-exceeded", "closed" or "other" (cancelled),
-// "success", "error" or "panic" (finished), "" otherwise.
-func outcome(e bulkhead.Event) string {
+// outcome is a fixed word for an event's outcome, never an error's text:
+// "full" (rejected), "cancelled", "deadline-exceeded", "closed" or "other"
+// (cancelled), "success", "error" or "panic" (finished), "" otherwise. It
+// is kept as its index in outcomes.
+func outcome(e *bulkhead.Event) uint8 {
 	switch e.Type {
 	case bulkhead.EventRejected:
-		return "full"
+		return outFull
 	case bulkhead.EventCancelled:
 		switch {
 		case errors.Is(e.Err, context.Canceled):
-			return "cancelled"
+			return outCancelled
 		case errors.Is(e.Err, context.DeadlineExceeded):
-			return "deadline-exceeded"
+			return outDeadline
 		case errors.Is(e.Err, bulkhead.ErrClosed):
-			return "closed"
+			return outClosed
 		}
-		return "other"
+		return outOther
 	case bulkhead.EventFinished:
-		var pe *bulkhead.PanicError
-		switch {
-		case e.Err == nil:
-			return "success"
-		case errors.As(e.Err, &pe):
-			return "panic"
+		if e.Err == nil {
+			return outSuccess
 		}
-		return "error"
+		if _, ok := errors.AsType[*bulkhead.PanicError](e.Err); ok {
+			return outPanic
+		}
+		return outError
 	}
-	return ""
+	return outNone
 }
+
+const (
+	outNone = iota
+	outFull
+	outCancelled
+	outDeadline
+	outClosed
+	outOther
+	outSuccess
+	outError
+	outPanic
+)
+
+var outcomes = [...]string{outNone: "", outFull: "full", outCancelled: "cancelled", outDeadline: "deadline-exceeded",
+	outClosed: "closed", outOther: "other", outSuccess: "success", outError: "error", outPanic: "panic"}
 
 func durText(d time.Duration) string {
 	if d == 0 {
@@ -171,7 +141,7 @@ func statusOf(e *entry) instanceStatus {
 	if rg := e.ring.Load(); rg != nil {
 		for _, rec := range rg.records() {
 			is.Events = append(is.Events, statusEvent{
-				Type: rec.typ.String(), Time: rec.time.UTC(), Outcome: rec.outcome,
+				Type: rec.typ.String(), Time: rec.time().UTC(), Outcome: outcomes[rec.outcome],
 				Wait: durText(rec.wait), Run: durText(rec.run),
 			})
 		}

@@ -116,7 +116,7 @@ thread-pool-bulkhead:
 func TestRingKeepsNewest(t *testing.T) {
 	rg := newRing(3)
 	for i := range 7 {
-		rg.add(bulkhead.Event{Wait: time.Duration(i)})
+		rg.add(&bulkhead.Event{Wait: time.Duration(i)})
 	}
 	var got []time.Duration
 	for _, rec := range rg.records() {
@@ -143,7 +143,7 @@ func TestOutcomeWords(t *testing.T) {
 		{bulkhead.Event{Type: bulkhead.EventFinished, Err: &bulkhead.PanicError{Value: "secret"}}, "panic"},
 	}
 	for _, tt := range tests {
-		if got := outcome(tt.e); got != tt.want {
+		if got := outcomes[outcome(&tt.e)]; got != tt.want {
 			t.Errorf("outcome(%v) = %q, want %q", tt.e, got, tt.want)
 		}
 	}
@@ -199,14 +199,14 @@ func TestRingKeepsNoError(t *testing.T) {
 	type secretError struct{ text, stack string }
 	e := &secretError{text: "password=hunter2", stack: strings.Repeat("goroutine 1 [running]\n", 100)}
 	w := weak.Make(e)
-	rg.add(bulkhead.Event{Type: bulkhead.EventFinished, Err: &bulkhead.PanicError{Value: e}})
+	rg.add(&bulkhead.Event{Type: bulkhead.EventFinished, Err: &bulkhead.PanicError{Value: e}})
 	e = nil
 	runtime.GC()
 	if w.Value() != nil {
 		t.Fatal("the ring keeps the event's error alive")
 	}
 	recs := rg.records()
-	if len(recs) != 1 || recs[0].outcome != "panic" || recs[0].typ != bulkhead.EventFinished {
+	if len(recs) != 1 || outcomes[recs[0].outcome] != "panic" || recs[0].typ != bulkhead.EventFinished {
 		t.Fatalf("ring kept %+v, want one finished/panic", recs)
 	}
 }

@@ -38,16 +38,17 @@ var ErrNotConfigured = errors.New("registry: no such bulkhead in the configurati
 // its configured limit. [Registry.Remove] and [Registry.Close] detach it:
 // the limit stays where the controller left it.
 type Registry struct {
-	mu        sync.Mutex
-	cfg       Config
-	sem       resolved[SemaphoreSpec]
-	pl        resolved[PoolSpec]
-	entries   map[key]*entry
-	closed    bool
-	closeDone chan struct{}
-	closeErr  error
-	listeners int  // reasons to receive the instances' events
-	recording bool // keep recent events per instance (Config.RecordEvents)
+	mu         sync.Mutex
+	cfg        Config
+	sem        resolved[SemaphoreSpec]
+	pl         resolved[PoolSpec]
+	entries    map[key]*entry
+	closed     bool
+	closeDone  chan struct{}
+	closeErr   error
+	listeners  int          // reasons to receive the instances' events
+	recording  bool         // keep recent events per instance (Config.RecordEvents)
+	collectors []*collector // the registered collectors with histograms
 
 	// Entry events wait in pending, in the order of the changes (made
 	// under mu), until the goroutine that is delivering takes them:
@@ -74,9 +75,10 @@ type handle interface {
 type entry struct {
 	key
 	b     handle
-	size  int                  // event buffer size from the config (r.mu)
-	ring  atomic.Pointer[ring] // recent events, while recording
-	unsub func()               // the forwarding subscription, while listened to
+	size  int                     // event buffer size from the config (r.mu)
+	ring  atomic.Pointer[ring]    // recent events, while recording
+	unsub func()                  // the forwarding subscription, while listened to
+	sinks atomic.Pointer[[]*sink] // a sink per collector with histograms (written under r.mu)
 
 	// What the registry last chose for the bulkhead: its config and its
 	// adaptive controller. Reconfigure replaces it under r.mu and applies
@@ -258,6 +260,9 @@ func (r *Registry) addLocked(e *entry) {
 	if r.recording && e.size > 0 {
 		e.ring.Store(newRing(e.size))
 	}
+	for _, c := range r.collectors {
+		e.addSink(c)
+	}
 	if r.listeners > 0 {
 		r.listen(e)
 	}
@@ -409,6 +414,11 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 	if ok {
 		delete(r.entries, e.key)
 		e.stopListening()
+		if ss := e.sinks.Load(); ss != nil {
+			for _, s := range *ss {
+				s.deleteSeriesLocked(e)
+			}
+		}
 		e.control().detach()
 		r.enqueueLocked(EntryRemoved, e)
 	}
@@ -698,15 +708,24 @@ func (e *entry) stopListening() {
 	}
 }
 
-// listen subscribes the registry to e's events.
+// listen subscribes the registry to e's events: each goes to e's ring,
+// to the registry's subscribers and to the collectors' histograms, with no
+// lock, no lookup and no allocation.
 func (r *Registry) listen(e *entry) {
 	if e.unsub != nil {
 		return
 	}
 	e.unsub = e.b.Subscribe(func(ev bulkhead.Event) {
 		if rg := e.ring.Load(); rg != nil {
-			rg.add(ev)
+			rg.add(&ev)
 		}
-		r.calls.Publish(ev)
+		if r.calls.Active() {
+			r.calls.Publish(ev)
+		}
+		if ss := e.sinks.Load(); ss != nil {
+			for _, s := range *ss {
+				s.observe(e, &ev)
+			}
+		}
 	})
 }
