@@ -38,12 +38,15 @@ type Bulkhead struct {
 	closed   atomic.Bool
 	rejected atomic.Uint64 // counted without the lock, on the rejection fast path
 
-	name    string
-	hub     event.Hub[bulkhead.Event]
-	cfg     atomic.Pointer[Config]
-	full    atomic.Pointer[fullErrors]
-	ants    atomic.Pointer[ants.PoolWithFunc]
-	workers sync.WaitGroup // goroutines running work: ants workers, and our own when ants has none free
+	name string
+	hub  event.Hub[bulkhead.Event]
+	cfg  atomic.Pointer[Config]
+	full atomic.Pointer[fullErrors]
+	ants atomic.Pointer[ants.PoolWithFunc]
+	// busy counts the goroutines running work (ants workers, and our own
+	// when ants has none free), plus one until Close drains the bulkhead;
+	// whoever takes it to 0 closes released.
+	busy atomic.Int64
 
 	mu         sync.Mutex // guards everything below and every node's links and state
 	active     int        // tasks running (or handed to a worker to run)
@@ -95,6 +98,7 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
 	}
 	b := &Bulkhead{name: name, released: make(chan struct{})}
+	b.busy.Store(1)
 	p, err := b.newAnts(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
@@ -561,7 +565,7 @@ func (b *Bulkhead) parentDone(w *watch) {
 // run, since its workers stay busy after their tasks' slots are freed (see
 // antsHeadroom).
 func (b *Bulkhead) invoke(n *node) {
-	b.workers.Add(1)
+	b.busy.Add(1)
 	for {
 		p := b.ants.Load()
 		err := p.Invoke(n)
@@ -579,7 +583,7 @@ func (b *Bulkhead) invoke(n *node) {
 // work is the ants pool's function: it runs n, then, while tasks wait and
 // the worker limit allows, the oldest of them, on this goroutine.
 func (b *Bulkhead) work(arg any) {
-	defer b.workers.Done()
+	defer b.idle()
 	for n := arg.(*node); n != nil; {
 		n = b.run(n)
 	}
@@ -644,7 +648,7 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		b.drainedLocked()
 	}
 	b.mu.Unlock()
-	n.ctx.end(context.Canceled, true)
+	n.ctx.endTask()
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
 		b.invoke(next)
@@ -678,7 +682,7 @@ func (b *Bulkhead) help(by, n *node) bool {
 	n.helped = true
 	b.startLocked(n)
 	b.mu.Unlock()
-	b.workers.Add(1) // as if on a worker of its own
+	b.busy.Add(1) // as if on a worker of its own
 	b.work(n)
 	return true
 }
@@ -712,7 +716,7 @@ func (b *Bulkhead) dropLocked(n *node) {
 // dropped completes the future of a node that left the queue without
 // running, then publishes typ.
 func (b *Bulkhead) dropped(n *node, typ bulkhead.EventType, err error) {
-	n.ctx.end(context.Canceled, true)
+	n.ctx.endTask()
 	n.j.fail(err)
 	if b.hub.Active() {
 		b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
@@ -741,7 +745,7 @@ func failAll(ns []*node, err error) {
 		}
 	}()
 	for ; i < len(ns); i++ {
-		ns[i].ctx.end(context.Canceled, true)
+		ns[i].ctx.endTask()
 		ns[i].j.fail(err)
 	}
 }
@@ -930,11 +934,18 @@ func (b *Bulkhead) drainedLocked() {
 	}
 	p := b.ants.Load()
 	// ants' ReleaseContext busy-waits for its goroutines to exit; Release
-	// does not wait at all. The bulkhead waits for its own workers instead
-	// (which may include the caller: hence the goroutine).
+	// does not wait at all. The bulkhead waits for its own workers instead:
+	// none starts from now on, and the last to finish closes released.
 	go func() {
 		p.Release()
-		b.workers.Wait()
-		close(b.released)
+		b.idle()
 	}()
+}
+
+// idle ends a count in busy: a goroutine is done with work, or (once) the
+// bulkhead is drained.
+func (b *Bulkhead) idle() {
+	if b.busy.Add(-1) == 0 {
+		close(b.released)
+	}
 }
