@@ -56,7 +56,8 @@ type Bulkhead struct {
 	queueCap   int
 	maxWait    time.Duration
 	keepAlive  time.Duration
-	loadDirty  bool // load may be stale: see storeLoad
+	loadFull   bool // load says full: see storeLoad
+	loadDirty  bool // the limits changed: load must be written
 	// The queue's timeout: one timer, armed for the earliest deadline of a
 	// queued task (see armLocked and expireQueued).
 	timerAt  int64 // deadline (from now()) the latest timer was armed for; 0 = none
@@ -134,20 +135,17 @@ func (b *Bulkhead) apply(cfg Config) {
 	b.full.Store(&fullErrors{now: &e, waited: &w})
 }
 
-// storeLoad publishes active and queued for the lock-free rejection check.
-// While a worker is free and nothing is queued, precheck cannot reject, so
-// the word is written only when it may be near fullness: a stale word is
-// then always one that rejects nothing, and admit decides under the lock.
-// b.mu must be held.
+// storeLoad publishes active and queued for the lock-free rejection check,
+// when it matters: precheck only asks whether both are at their limits, so
+// the word is written only when that answer changes (or after Reconfigure
+// set loadDirty). Writing it on every task would bounce its cache line
+// between the submitters and the workers. b.mu must be held.
 func (b *Bulkhead) storeLoad() {
-	if b.active < b.maxWorkers && b.queued == 0 {
-		if !b.loadDirty {
-			return
-		}
-		b.loadDirty = false
-	} else {
-		b.loadDirty = true
+	full := b.active >= b.maxWorkers && b.queued >= b.queueCap
+	if full == b.loadFull && !b.loadDirty {
+		return
 	}
+	b.loadFull, b.loadDirty = full, false
 	b.load.Store(uint64(b.active)<<32 | uint64(b.queued))
 }
 
@@ -813,7 +811,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		start = append(start, n)
 	}
 	b.refillLocked()
-	b.loadDirty = true // maxWorkers changed what "near fullness" means
+	b.loadDirty = true // the limits changed
 	b.storeLoad()
 	b.mu.Unlock()
 	if old != nil {
