@@ -430,21 +430,29 @@ func (b *Bulkhead) expireQueued(at int64) {
 	t := now()
 	var drop []*node
 	var next int64
+	// Dropping a task may move a SubmitWait caller's task into the queue,
+	// at its back: the scan goes on from prev, so that it sees those too.
+	var prev *node
 	for n := b.queue.head; n != nil; {
-		nx := n.next
 		switch {
-		case n.deadline == 0: // queued while there was no QueueTimeout
-		case n.deadline <= t:
+		case n.deadline != 0 && n.deadline <= t:
 			b.dropLocked(n)
 			b.rejected.Add(1)
 			drop = append(drop, n)
+			if prev == nil {
+				n = b.queue.head
+			} else {
+				n = prev.next
+			}
+			continue
+		case n.deadline == 0: // queued while there was no QueueTimeout
 		case next == 0 || n.deadline < next:
 			next = n.deadline
-			if !b.unsorted {
-				nx = nil // the rest come later
-			}
 		}
-		n = nx
+		if next != 0 && !b.unsorted {
+			break // the rest come later
+		}
+		prev, n = n, n.next
 	}
 	b.expiring = false
 	if next != 0 {

@@ -143,3 +143,49 @@ func TestQueueTimeoutReconfigured(t *testing.T) {
 		}
 	})
 }
+
+// A SubmitWait caller's task that moves into the queue when the queue's
+// timer drops the task ahead of it gets a deadline of its own, and the
+// timer is armed for it.
+func TestQueueTimeoutRefilled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 1, QueueTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		running := mustSubmit(t, b, func(context.Context) (int, error) { <-release; return 0, nil })
+		task := func(context.Context) (int, error) { return 1, nil }
+		first := mustSubmit(t, b, task)
+		waited := make(chan *future.Future[int])
+		go func() {
+			f, err := pool.SubmitWait(context.Background(), b, task)
+			if err != nil {
+				t.Error(err)
+			}
+			waited <- f
+		}()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if _, err := first.Result(); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+			t.Fatalf("first: %v", err)
+		}
+		second := <-waited
+		time.Sleep(time.Second - time.Nanosecond)
+		synctest.Wait()
+		if _, err := second.Result(); err != future.ErrNotDone {
+			t.Fatalf("second before its deadline: %v", err)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if _, err := second.Result(); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+			t.Fatalf("second: %v", err)
+		}
+		close(release)
+		running.Wait(context.Background())
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
