@@ -53,7 +53,6 @@ type Future[T any] struct {
 	val       T
 	err       error
 	canceler  Canceler
-	owned     bool // canceler is a join.Owner: the one completer, which completes once
 	// hooks are the callbacks to run on completion, oldest first. head is
 	// read without the lock, so that completing a future nobody hooked
 	// costs one atomic load; it and the links are changed under mu.
@@ -247,34 +246,19 @@ func (f *Future[T]) complete(v T, err error) bool {
 // callbacks that are now due (for the caller to run) and whether this call
 // completed f.
 func (f *Future[T]) settle(v T, err error) (*hook, bool) {
-	var c Canceler
-	if f.owned {
-		c = f.canceler
-		// The owner completes f once and nothing else does: no race to win.
-		// Nobody reads the result before the state says complete.
-		f.val, f.err = v, err
-		s := f.state.Add(complete - pending) // users kept
-		if s&stateMask != complete {
-			panic("future: a pool task's future completed twice")
+	for {
+		s := f.state.Load()
+		if s&stateMask != pending {
+			return nil, false
 		}
-		if s == complete { // nobody uses the canceler
-			f.dropCanceler()
+		if f.state.CompareAndSwap(s, s+1) { // pending → completing, users kept
+			break
 		}
-	} else {
-		for {
-			s := f.state.Load()
-			if s&stateMask != pending {
-				return nil, false
-			}
-			if f.state.CompareAndSwap(s, s+1) { // pending → completing, users kept
-				break
-			}
-		}
-		f.val, f.err = v, err
-		c = f.canceler
-		if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler
-			f.dropCanceler()
-		}
+	}
+	f.val, f.err = v, err
+	c := f.canceler
+	if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler
+		f.dropCanceler()
 	}
 	// Close the Done channel if someone made one. Done checks the state
 	// after making it, so one of the two sees the other.
@@ -408,10 +392,7 @@ type Promise[T any] struct {
 // drops c once it has completed.
 func NewPromise[T any](c Canceler) *Promise[T] {
 	p := new(Promise[T])
-	p.f.state.Store(pending) // new: no Init can race with this one
-	p.f.canceler = c
-	_, p.f.owned = c.(join.Owner)
-	p.f.wg.Add(1)
+	p.Init(c)
 	return p
 }
 
@@ -422,7 +403,6 @@ func (p *Promise[T]) Init(c Canceler) {
 		panic("future: Promise.Init called twice")
 	}
 	p.f.canceler = c
-	_, p.f.owned = c.(join.Owner)
 	p.f.wg.Add(1)
 }
 

@@ -38,15 +38,12 @@ type Bulkhead struct {
 	closed   atomic.Bool
 	rejected atomic.Uint64 // counted without the lock, on the rejection fast path
 
-	name string
-	hub  event.Hub[bulkhead.Event]
-	cfg  atomic.Pointer[Config]
-	full atomic.Pointer[fullErrors]
-	ants atomic.Pointer[ants.PoolWithFunc]
-	// busy counts the goroutines running work (ants workers, and our own
-	// when ants has none free), plus one until Close drains the bulkhead;
-	// whoever takes it to 0 closes released.
-	busy atomic.Int64
+	name    string
+	hub     event.Hub[bulkhead.Event]
+	cfg     atomic.Pointer[Config]
+	full    atomic.Pointer[fullErrors]
+	ants    atomic.Pointer[ants.PoolWithFunc]
+	workers sync.WaitGroup // goroutines running work: ants workers, and our own when ants has none free
 
 	mu         sync.Mutex // guards everything below and every node's links and state
 	active     int        // tasks running (or handed to a worker to run)
@@ -56,8 +53,6 @@ type Bulkhead struct {
 	queueCap   int
 	maxWait    time.Duration
 	keepAlive  time.Duration
-	loadFull   bool // load says full: see storeLoad
-	loadDirty  bool // the limits changed: load must be written
 	// The queue's timeout: one timer, armed for the earliest deadline of a
 	// queued task (see armLocked and expireQueued).
 	timerAt  int64 // deadline (from now()) the latest timer was armed for; 0 = none
@@ -99,7 +94,6 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
 	}
 	b := &Bulkhead{name: name, released: make(chan struct{})}
-	b.busy.Store(1)
 	p, err := b.newAnts(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
@@ -135,19 +129,9 @@ func (b *Bulkhead) apply(cfg Config) {
 	b.full.Store(&fullErrors{now: &e, waited: &w})
 }
 
-// storeLoad publishes active and queued for the lock-free rejection check,
-// when it matters: precheck only asks whether both are at their limits, so
-// the word is written only when that answer changes (or after Reconfigure
-// set loadDirty). Writing it on every task would bounce its cache line
-// between the submitters and the workers. b.mu must be held.
-func (b *Bulkhead) storeLoad() {
-	full := b.active >= b.maxWorkers && b.queued >= b.queueCap
-	if full == b.loadFull && !b.loadDirty {
-		return
-	}
-	b.loadFull, b.loadDirty = full, false
-	b.load.Store(uint64(b.active)<<32 | uint64(b.queued))
-}
+// storeLoad publishes active and queued for the lock-free rejection check.
+// b.mu must be held.
+func (b *Bulkhead) storeLoad() { b.load.Store(uint64(b.active)<<32 | uint64(b.queued)) }
 
 // Name returns the name the Bulkhead was created with.
 func (b *Bulkhead) Name() string { return b.name }
@@ -571,7 +555,7 @@ func (b *Bulkhead) parentDone(w *watch) {
 // run, since its workers stay busy after their tasks' slots are freed (see
 // antsHeadroom).
 func (b *Bulkhead) invoke(n *node) {
-	b.busy.Add(1)
+	b.workers.Add(1)
 	for {
 		p := b.ants.Load()
 		err := p.Invoke(n)
@@ -589,7 +573,7 @@ func (b *Bulkhead) invoke(n *node) {
 // work is the ants pool's function: it runs n, then, while tasks wait and
 // the worker limit allows, the oldest of them, on this goroutine.
 func (b *Bulkhead) work(arg any) {
-	defer b.idle()
+	defer b.workers.Done()
 	for n := arg.(*node); n != nil; {
 		n = b.run(n)
 	}
@@ -654,7 +638,7 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		b.drainedLocked()
 	}
 	b.mu.Unlock()
-	n.ctx.endTask()
+	n.ctx.end(context.Canceled, true)
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
 		b.invoke(next)
@@ -688,7 +672,7 @@ func (b *Bulkhead) help(by, n *node) bool {
 	n.helped = true
 	b.startLocked(n)
 	b.mu.Unlock()
-	b.busy.Add(1) // as if on a worker of its own
+	b.workers.Add(1) // as if on a worker of its own
 	b.work(n)
 	return true
 }
@@ -722,7 +706,7 @@ func (b *Bulkhead) dropLocked(n *node) {
 // dropped completes the future of a node that left the queue without
 // running, then publishes typ.
 func (b *Bulkhead) dropped(n *node, typ bulkhead.EventType, err error) {
-	n.ctx.endTask()
+	n.ctx.end(context.Canceled, true)
 	n.j.fail(err)
 	if b.hub.Active() {
 		b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
@@ -751,7 +735,7 @@ func failAll(ns []*node, err error) {
 		}
 	}()
 	for ; i < len(ns); i++ {
-		ns[i].ctx.endTask()
+		ns[i].ctx.end(context.Canceled, true)
 		ns[i].j.fail(err)
 	}
 }
@@ -781,8 +765,7 @@ func (b *Bulkhead) publish(typ bulkhead.EventType, err error, wait, run time.Dur
 // fewer than the new MaxWorkers run. A smaller queue keeps the tasks it holds
 // but admits none until it is below the new capacity. A new QueueTimeout
 // applies to tasks queued after the call (a task keeps the deadline it was
-// queued with); a new KeepAlive to workers started
-// after it. A change of MaxWorkers publishes [bulkhead.EventLimitChanged].
+// queued with); a new KeepAlive to workers started after it. A change of MaxWorkers publishes [bulkhead.EventLimitChanged].
 // After Close it returns [bulkhead.ErrClosed].
 func (b *Bulkhead) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
@@ -819,7 +802,6 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		start = append(start, n)
 	}
 	b.refillLocked()
-	b.loadDirty = true // the limits changed
 	b.storeLoad()
 	b.mu.Unlock()
 	if old != nil {
@@ -940,18 +922,11 @@ func (b *Bulkhead) drainedLocked() {
 	}
 	p := b.ants.Load()
 	// ants' ReleaseContext busy-waits for its goroutines to exit; Release
-	// does not wait at all. The bulkhead waits for its own workers instead:
-	// none starts from now on, and the last to finish closes released.
+	// does not wait at all. The bulkhead waits for its own workers instead
+	// (which may include the caller: hence the goroutine).
 	go func() {
 		p.Release()
-		b.idle()
-	}()
-}
-
-// idle ends a count in busy: a goroutine is done with work, or (once) the
-// bulkhead is drained.
-func (b *Bulkhead) idle() {
-	if b.busy.Add(-1) == 0 {
+		b.workers.Wait()
 		close(b.released)
-	}
+	}()
 }

@@ -140,9 +140,6 @@ type runCtx struct {
 	parent context.Context
 	hide   bool         // parent can end: hide its cancellation and watch it
 	vals   atomic.Value // context.Context: WithoutCancel(parent), made by the first Value
-	// flags is 0 until the context is touched (Done, AfterFunc, a cancel)
-	// or ended: a context nobody touched ends with one CAS, without mu.
-	flags atomic.Uint32
 
 	mu       sync.Mutex
 	done     atomic.Value // chan struct{}, made lazily
@@ -155,27 +152,6 @@ type runCtx struct {
 type afterFunc struct {
 	f          func()
 	prev, next *afterFunc
-}
-
-const (
-	ctxTouched uint32 = 1 // the fields below flags are in use: end takes mu
-	ctxEnded   uint32 = 2 // ended untouched, with context.Canceled
-)
-
-// touch marks c as touched before one of the methods that use mu, and
-// reports false if c has already ended untouched.
-func (c *runCtx) touch() bool {
-	for {
-		switch c.flags.Load() {
-		case ctxTouched:
-			return true
-		case ctxEnded:
-			return false
-		}
-		if c.flags.CompareAndSwap(0, ctxTouched) {
-			return true
-		}
-	}
 }
 
 var closedChan = func() chan struct{} {
@@ -205,9 +181,6 @@ func (c *runCtx) Done() <-chan struct{} {
 	if d := c.done.Load(); d != nil {
 		return d.(chan struct{})
 	}
-	if !c.touch() {
-		return closedChan
-	}
 	c.mu.Lock()
 	d := c.done.Load()
 	if d == nil {
@@ -224,19 +197,6 @@ func (c *runCtx) Done() <-chan struct{} {
 }
 
 func (c *runCtx) Err() error {
-	switch c.flags.Load() {
-	case ctxEnded:
-		return context.Canceled
-	case 0: // not cancelled yet
-		if !c.hide {
-			return nil
-		}
-		perr := c.parent.Err()
-		if perr == nil {
-			return nil
-		}
-		c.cancel(perr)
-	}
 	c.mu.Lock()
 	err := c.err
 	c.mu.Unlock()
@@ -282,10 +242,6 @@ func (c *runCtx) String() string { return "pool task context" }
 // [context.AfterFunc] does; the context package calls it for contexts
 // derived from c.
 func (c *runCtx) AfterFunc(f func()) (stop func() bool) {
-	if !c.touch() {
-		go f()
-		return func() bool { return false }
-	}
 	c.watch()
 	a := &afterFunc{f: f}
 	c.mu.Lock()
@@ -320,19 +276,7 @@ func (c *runCtx) AfterFunc(f func()) (stop func() bool) {
 }
 
 // cancel ends c with err (the first call wins).
-func (c *runCtx) cancel(err error) {
-	if c.touch() {
-		c.end(err, false)
-	}
-}
-
-// endTask ends c with context.Canceled, if it has not ended yet, and stops
-// watching the submitter's context: the task is done.
-func (c *runCtx) endTask() {
-	if !c.flags.CompareAndSwap(0, ctxEnded) {
-		c.end(context.Canceled, true)
-	}
-}
+func (c *runCtx) cancel(err error) { c.end(err, false) }
 
 // end ends c with err (unless it has ended already) and, if unwatch, stops
 // watching the submitter's context.

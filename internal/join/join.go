@@ -20,9 +20,7 @@ type Helper interface {
 }
 
 // Owner is implemented by a future's Canceler that must act before the
-// future's callbacks run on the goroutine that completed it. An Owner is
-// also the only completer of its future, and completes it exactly once
-// (Future.Cancel goes through it), so completion skips the race for it.
+// future's callbacks run on the goroutine that completed it.
 type Owner interface {
 	// BeforeCallbacks is called on the completing goroutine after the
 	// future's result is stored and its waiters released, and before its
