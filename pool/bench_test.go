@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/panjf2000/ants/v2"
 
@@ -161,6 +162,25 @@ func BenchmarkFanOut(b *testing.B) {
 	const tasks, workers = 1000, 64
 	b.Run("pool", func(b *testing.B) {
 		p := benchPool(b, pool.Config{MaxWorkers: workers, QueueCapacity: tasks})
+		fs := make([]*future.Future[int], tasks)
+		b.ReportAllocs()
+		for b.Loop() {
+			for i := range fs {
+				f, err := pool.Submit(ctx, p, answer)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fs[i] = f
+			}
+			if _, err := future.All(ctx, fs...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// With a QueueTimeout most of the batch waits in the queue with a
+	// deadline; the queue has one timer, not one per task.
+	b.Run("pool_QueueTimeout", func(b *testing.B) {
+		p := benchPool(b, pool.Config{MaxWorkers: workers, QueueCapacity: tasks, QueueTimeout: time.Minute})
 		fs := make([]*future.Future[int], tasks)
 		b.ReportAllocs()
 		for b.Loop() {

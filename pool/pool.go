@@ -53,6 +53,13 @@ type Bulkhead struct {
 	queueCap   int
 	maxWait    time.Duration
 	keepAlive  time.Duration
+	// The queue's timeout: one timer, armed for the earliest deadline of a
+	// queued task (see armLocked and expireQueued).
+	timerAt  int64 // deadline (from now()) the latest timer was armed for; 0 = none
+	expiring bool  // expireQueued is scanning the queue: it arms the timer itself
+	unsorted bool  // a task was queued with an earlier deadline than one before it
+	lastDL   int64 // the latest deadline of a task put in the queue
+	timer    *time.Timer
 	// counters; Rejected is above
 	permitted, cancelled, finished, failed uint64
 	waiting                                list // SubmitWait callers' tasks waiting for room, oldest first
@@ -368,9 +375,77 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	b.queued++
 	b.storeLoad()
 	if b.maxWait > 0 {
-		n.timer = time.AfterFunc(b.maxWait, n.expire)
+		n.deadline = now() + int64(b.maxWait)
+		if b.queued == 1 {
+			b.unsorted = false
+		} else if n.deadline < b.lastDL {
+			b.unsorted = true // QueueTimeout was shortened: see expireQueued
+		}
+		b.lastDL = n.deadline
+		b.armLocked(n.deadline)
 	}
 	b.watchLocked(n)
+}
+
+// armLocked makes the queue's timer fire by deadline dl. Tasks are queued in
+// FIFO order with the same QueueTimeout, so their deadlines come in order
+// and the timer is armed for the head's; a timer left armed for a task that
+// has since left the queue fires early and finds nothing to do. b.mu must be
+// held.
+func (b *Bulkhead) armLocked(dl int64) {
+	if b.expiring || (b.timerAt != 0 && b.timerAt <= dl) {
+		return
+	}
+	b.timerAt = dl
+	// A new timer, not Reset: the bulkhead may be used from a testing/synctest
+	// bubble that the previous timer does not belong to.
+	b.timer = time.AfterFunc(time.Duration(dl-now()), func() { b.expireQueued(dl) })
+}
+
+// expireQueued drops the queued tasks whose QueueTimeout has passed, then
+// arms the timer for the next deadline. at is the deadline the firing timer
+// was armed for.
+func (b *Bulkhead) expireQueued(at int64) {
+	b.mu.Lock()
+	if b.timerAt == at {
+		b.timerAt = 0
+	}
+	b.expiring = true
+	t := now()
+	var drop []*node
+	var next int64
+	// Dropping a task may move a SubmitWait caller's task into the queue,
+	// at its back: the scan goes on from prev, so that it sees those too.
+	var prev *node
+	for n := b.queue.head; n != nil; {
+		switch {
+		case n.deadline != 0 && n.deadline <= t:
+			b.dropLocked(n)
+			b.rejected.Add(1)
+			drop = append(drop, n)
+			if prev == nil {
+				n = b.queue.head
+			} else {
+				n = prev.next
+			}
+			continue
+		case n.deadline == 0: // queued while there was no QueueTimeout
+		case next == 0 || n.deadline < next:
+			next = n.deadline
+		}
+		if next != 0 && !b.unsorted {
+			break // the rest come later
+		}
+		prev, n = n, n.next
+	}
+	b.expiring = false
+	if next != 0 {
+		b.armLocked(next)
+	}
+	b.mu.Unlock()
+	if len(drop) > 0 {
+		b.droppedAll(drop, bulkhead.EventRejected, b.full.Load().waited)
+	}
 }
 
 // popLocked takes the task that has waited longest for a worker, and leaves
@@ -393,14 +468,10 @@ func (b *Bulkhead) popLocked() *node {
 	return nil
 }
 
-// unqueueLocked takes n out of the queue, its timer and its watch. b.mu must
-// be held.
+// unqueueLocked takes n out of the queue and its watch. b.mu must be held.
 func (b *Bulkhead) unqueueLocked(n *node) {
 	b.queue.remove(n)
 	b.queued--
-	if n.timer != nil {
-		n.timer.Stop()
-	}
 	b.unwatchLocked(n)
 	b.storeLoad()
 }
@@ -624,19 +695,6 @@ func (b *Bulkhead) cancel(n *node, err error) {
 	b.mu.Unlock()
 }
 
-// expire drops n if it is still queued after QueueTimeout.
-func (b *Bulkhead) expire(n *node) {
-	b.mu.Lock()
-	if n.state != stQueued {
-		b.mu.Unlock()
-		return
-	}
-	b.dropLocked(n)
-	b.rejected.Add(1)
-	b.mu.Unlock()
-	b.dropped(n, bulkhead.EventRejected, b.full.Load().waited)
-}
-
 // dropLocked takes a queued node out of the queue. b.mu must be held.
 func (b *Bulkhead) dropLocked(n *node) {
 	b.unqueueLocked(n)
@@ -706,8 +764,8 @@ func (b *Bulkhead) publish(typ bulkhead.EventType, err error, wait, run time.Dur
 // tasks at once; fewer let the running tasks finish and start no more until
 // fewer than the new MaxWorkers run. A smaller queue keeps the tasks it holds
 // but admits none until it is below the new capacity. A new QueueTimeout
-// applies to tasks queued after the call; a new KeepAlive to workers started
-// after it. A change of MaxWorkers publishes [bulkhead.EventLimitChanged].
+// applies to tasks queued after the call (a task keeps the deadline it was
+// queued with); a new KeepAlive to workers started after it. A change of MaxWorkers publishes [bulkhead.EventLimitChanged].
 // After Close it returns [bulkhead.ErrClosed].
 func (b *Bulkhead) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
@@ -858,6 +916,10 @@ func (b *Bulkhead) drainedLocked() {
 		return
 	}
 	b.releasing = true
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timerAt = 0
+	}
 	p := b.ants.Load()
 	// ants' ReleaseContext busy-waits for its goroutines to exit; Release
 	// does not wait at all. The bulkhead waits for its own workers instead

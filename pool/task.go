@@ -43,9 +43,9 @@ type job interface {
 type node struct {
 	b          *Bulkhead
 	j          job
-	prev, next *node       // in the waiting list, the queue or the running list
-	timer      *time.Timer // QueueTimeout expiry while queued
-	queuedAt   int64       // from now(); set only while someone is subscribed
+	prev, next *node // in the waiting list, the queue or the running list
+	deadline   int64 // from now(): when QueueTimeout drops it from the queue; 0 = never
+	queuedAt   int64 // from now(); set only while someone is subscribed
 	state      nodeState
 	helped     bool          // run by a task of the same pool that waits for it (Help)
 	refused    bool          // SubmitWait: Close refused it while it waited; set before ready closes
@@ -85,9 +85,6 @@ func (n *node) Help(target any) bool {
 // parentDone runs when the submitter's context ends, if n's context watches
 // it (a running task that asked for its Done channel).
 func (n *node) parentDone() { n.b.cancel(n, n.ctx.parent.Err()) }
-
-// expire runs when the node has waited QueueTimeout.
-func (n *node) expire() { n.b.expire(n) }
 
 // task is one submitted function with its promise. The promise is an
 // allocation of its own, so that a completed future does not keep the task

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/future"
 	"github.com/bulkhead-go/bulkhead/pool"
 )
 
@@ -68,6 +69,123 @@ func TestQueueTimeout(t *testing.T) {
 		s := atRest(t, b)
 		if s.Permitted != 2 || s.Rejected != 1 || s.Cancelled != 0 {
 			t.Fatalf("Stats %+v", s)
+		}
+	})
+}
+
+// Queued tasks share one timer. After Reconfigure changes QueueTimeout,
+// each task keeps the deadline it was queued with, even where the new
+// deadlines come before the old ones: each is dropped at its own time.
+func TestQueueTimeoutReconfigured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := pool.Config{MaxWorkers: 1, QueueCapacity: 10, QueueTimeout: 10 * time.Second}
+		b, err := pool.New("test", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		running := mustSubmit(t, b, func(context.Context) (int, error) { <-release; return 0, nil })
+		task := func(context.Context) (int, error) { return 1, nil }
+		long1 := mustSubmit(t, b, task) // deadline 10s
+		long2 := mustSubmit(t, b, task) // deadline 10s
+		cfg.QueueTimeout = time.Second
+		if err := b.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		short := mustSubmit(t, b, task) // deadline 1s, behind two later deadlines
+		cfg.QueueTimeout = 0
+		if err := b.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		never := mustSubmit(t, b, task) // no deadline
+		cfg.QueueTimeout = 5 * time.Second
+		if err := b.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		mid := mustSubmit(t, b, task) // deadline 5s
+
+		expiredAt := func(f *future.Future[int], d time.Duration) {
+			t.Helper()
+			time.Sleep(d - time.Nanosecond)
+			synctest.Wait()
+			if _, err := f.Result(); err != future.ErrNotDone {
+				t.Fatalf("completed before its deadline: %v", err)
+			}
+			time.Sleep(time.Nanosecond)
+			synctest.Wait()
+			if _, err := f.Result(); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+				t.Fatalf("not dropped at its deadline: %v", err)
+			}
+		}
+		start := time.Now()
+		expiredAt(short, time.Second)
+		expiredAt(mid, 5*time.Second-time.Since(start))
+		if _, err := long1.Result(); err != future.ErrNotDone {
+			t.Fatalf("long1: %v", err)
+		}
+		time.Sleep(10*time.Second - time.Since(start))
+		synctest.Wait()
+		for i, f := range []*future.Future[int]{long1, long2} {
+			if _, err := f.Result(); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+				t.Fatalf("long%d: %v", i+1, err)
+			}
+		}
+		wantStats(t, b, bulkhead.Stats{MaxConcurrentCalls: 1, InFlight: 1, QueueDepth: 1, QueueCapacity: 10,
+			Permitted: 1, Rejected: 4})
+		time.Sleep(time.Hour)
+		close(release)
+		if v, err := never.Wait(context.Background()); v != 1 || err != nil {
+			t.Fatalf("never: %v, %v", v, err)
+		}
+		running.Wait(context.Background())
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A SubmitWait caller's task that moves into the queue when the queue's
+// timer drops the task ahead of it gets a deadline of its own, and the
+// timer is armed for it.
+func TestQueueTimeoutRefilled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 1, QueueTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		running := mustSubmit(t, b, func(context.Context) (int, error) { <-release; return 0, nil })
+		task := func(context.Context) (int, error) { return 1, nil }
+		first := mustSubmit(t, b, task)
+		waited := make(chan *future.Future[int])
+		go func() {
+			f, err := pool.SubmitWait(context.Background(), b, task)
+			if err != nil {
+				t.Error(err)
+			}
+			waited <- f
+		}()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if _, err := first.Result(); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+			t.Fatalf("first: %v", err)
+		}
+		second := <-waited
+		time.Sleep(time.Second - time.Nanosecond)
+		synctest.Wait()
+		if _, err := second.Result(); err != future.ErrNotDone {
+			t.Fatalf("second before its deadline: %v", err)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if _, err := second.Result(); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+			t.Fatalf("second: %v", err)
+		}
+		close(release)
+		running.Wait(context.Background())
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
