@@ -192,9 +192,12 @@ func TestWaitersTimeOutInOrder(t *testing.T) {
 	})
 }
 
-// A call that waits allocates at most two objects: its place in line and
-// the channel it waits on; there is no timer per waiter.
-func TestBlockedAcquireAllocatesAtMostTwo(t *testing.T) {
+// A call that waits allocates two objects, its place in line and the
+// channel it waits on; there is no timer per waiter, but a new line gets a
+// new timer (three allocations more; see queueLocked). Here every waiter
+// waits alone, so each starts a line: at most five. A waiter that joins a
+// line makes two (bench group 8, a line of 10,000).
+func TestBlockedAcquireAllocatesAtMostFiveAlone(t *testing.T) {
 	b := mustNew(t, 1, time.Hour)
 	b.Acquire(context.Background())
 	stop := make(chan struct{})
@@ -220,8 +223,8 @@ func TestBlockedAcquireAllocatesAtMostTwo(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	b.Release()
-	if n > 2 {
-		t.Fatalf("a blocked Acquire allocates %v times, want at most 2", n)
+	if n > 5 {
+		t.Fatalf("a blocked Acquire that waits alone allocates %v times, want at most 5", n)
 	}
 }
 

@@ -553,19 +553,24 @@ func (b *Bulkhead) queueLocked(w *waiter) (watch bool) {
 	}
 	b.waiters.pushBack(w)
 	b.waiting.Add(1)
-	if first || w.deadline < b.armed {
+	switch {
+	case first:
+		// A new line gets a new timer rather than a Reset (or a Stop) of
+		// the last line's: nobody listens to the old one any more, and a
+		// timer made inside a testing/synctest bubble must not be touched
+		// from another (a bulkhead shared by several tests), which would be
+		// a fatal error. It costs one allocation per line, not per waiter.
+		b.armed = w.deadline
+		b.timer = time.NewTimer(time.Duration(w.deadline - now()))
+	case w.deadline < b.armed:
 		b.armLocked(w.deadline, now())
 	}
 	return w.watch
 }
 
-// armLocked arms the timer for deadline. b.mu must be held.
+// armLocked arms the line's timer for deadline. b.mu must be held.
 func (b *Bulkhead) armLocked(deadline, t int64) {
 	b.armed = deadline
-	if b.timer == nil {
-		b.timer = time.NewTimer(time.Duration(deadline - t))
-		return
-	}
 	b.timer.Reset(time.Duration(deadline - t))
 }
 
