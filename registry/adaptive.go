@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead/adaptive"
-	"github.com/bulkhead-go/bulkhead/pool"
-	"github.com/bulkhead-go/bulkhead/semaphore"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -78,31 +76,9 @@ func (v *value) block(rv reflect.Value, sub string) {
 		return
 	}
 	desc := blocks[rv.Type()]
-	seen := map[int]int{}
-	for _, p := range v.ld.pairs(v.n, v.path, v.what+": "+v.key) {
-		if v.ld.l.full() {
-			return
-		}
-		path := v.path + "." + p.key
-		nk := normalize(p.key)
-		i, ok := desc.index[nk]
-		if !ok {
-			v.ld.l.add(p.k.Line, path, "%s: unknown key %q%s in %s%s", v.what, p.key, origin(p), v.key, suggest(nk, desc.keys))
-			continue
-		}
-		if line, dup := seen[i]; dup {
-			if !p.merged {
-				v.ld.l.add(p.k.Line, path, "%s: %s.%s is given twice (first at line %d)", v.what, v.key, p.key, line)
-			}
-			continue
-		}
-		seen[i] = p.k.Line
-		n := v.ld.deref(p.v, path)
-		if n == nil {
-			continue
-		}
+	v.ld.fields(v.n, v.path, v.what, v.key, desc.keys, desc.index, func(i int, key string, n *yaml.Node, path string) {
 		canon := sub + rv.Type().Field(i).Tag.Get("yaml")
-		v.ld.pos[posKey{v.sec, v.entry, "Adaptive." + canon}] = posVal{line: n.Line, path: path, key: p.key}
+		v.ld.pos[posKey{v.sec, v.entry, "Adaptive." + canon}] = posVal{line: n.Line, path: path, key: key}
 		fv := &value{ld: v.ld, n: n, path: path, what: v.what, key: "adaptive." + canon, sec: v.sec, entry: v.entry}
 		f := rv.Field(i)
 		switch {
@@ -125,7 +101,7 @@ func (v *value) block(rv reflect.Value, sub string) {
 		case f.Kind() == reflect.Struct:
 			fv.block(f, canon+".")
 		}
-	}
+	})
 }
 
 func (v *value) float() *float64 {
@@ -209,55 +185,22 @@ func (e *entry) setLimit(ctl *control, n int) error {
 func (e *entry) sync() (changed bool, err error) {
 	for {
 		t := e.target.Load()
-		limit := 0
-		if t.ctl != nil {
-			limit = int(t.ctl.limit.Load())
-		}
-		err = nil
-		switch b := e.b.(type) {
-		case *semaphore.Bulkhead:
-			if c := withLimit(t.cfg, limit).(semaphore.Config); c != b.Config() {
-				err = b.Reconfigure(c)
-				changed = changed || err == nil
-			}
-		case *pool.Bulkhead:
-			if c := withLimit(t.cfg, limit).(pool.Config); c != b.Config() {
-				err = b.Reconfigure(c)
-				changed = changed || err == nil
-			}
-		}
-		if e.target.Load() == t && (t.ctl == nil || int(t.ctl.limit.Load()) == limit) {
+		limit := t.limit()
+		var c bool
+		c, err = e.ops.sync(e.b, t.cfg, limit)
+		changed = changed || c
+		if e.target.Load() == t && t.limit() == limit {
 			return changed, err
 		}
 	}
 }
 
-// withLimit returns cfg with its limit set to n, or cfg if n is 0.
-func withLimit(cfg any, n int) any {
-	switch c := cfg.(type) {
-	case semaphore.Config:
-		if n > 0 {
-			c.MaxConcurrentCalls = n
-		}
-		return c
-	case pool.Config:
-		if n > 0 {
-			c.MaxWorkers = n
-		}
-		return c
+// limit is the limit t's controller chose last, 0 without one.
+func (t *target) limit() int {
+	if t.ctl == nil {
+		return 0
 	}
-	return cfg
-}
-
-// limitOf returns cfg's limit.
-func limitOf(cfg any) int {
-	switch c := cfg.(type) {
-	case semaphore.Config:
-		return c.MaxConcurrentCalls
-	case pool.Config:
-		return c.MaxWorkers
-	}
-	return 0
+	return int(t.ctl.limit.Load())
 }
 
 // control returns the controller that owns e's limit, or nil.

@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -220,24 +221,32 @@ type field[S, C any] struct {
 }
 
 // kindDesc is everything that differs between the two kinds.
-type kindDesc[S, C any] struct {
+type kindDesc[S any, C comparable] struct {
 	kind      bulkhead.Kind
 	ptr       func(c *Config, shared bool) *map[string]S
+	res       func(c *compiled) *resolved[S]
 	fields    []field[S, C]
 	base      func(S) string
-	over      func(s, base S) S // s's set fields over base's
 	buffer    func(S) *int
 	adaptive  func(S) *adaptive.Config
 	defaults  func() C
 	validate  func(C) error
+	limit     func(c *C) *int // MaxConcurrentCalls or MaxWorkers
+	create    func(name string, c C) (handle, error)
+	status    func(C) statusConfig
 	finalize  func(s S, c C, l *errList, loc locator, sec section, name string)
 	validKeys []string       // the Spring keys, for suggestions
 	index     map[string]int // normalized key or alias -> field
 }
 
-func pick[T any](v, base *T) *T {
-	if v != nil {
-		return v
+// over returns s's set fields over base's: every pointer field of s that
+// is not nil, and s's BaseConfig.
+func over[S any](s, base S) S {
+	sv, bv := reflect.ValueOf(&s).Elem(), reflect.ValueOf(&base).Elem()
+	for i := range sv.NumField() {
+		if f := sv.Field(i); f.Kind() != reflect.Pointer || !f.IsNil() {
+			bv.Field(i).Set(f)
+		}
 	}
 	return base
 }
@@ -250,6 +259,7 @@ var semaphoreKind = &kindDesc[SemaphoreSpec, semaphore.Config]{
 		}
 		return &c.Semaphores
 	},
+	res: func(c *compiled) *resolved[SemaphoreSpec] { return &c.sem },
 	fields: []field[SemaphoreSpec, semaphore.Config]{
 		{key: "maxConcurrentCalls", alias: []string{"maxConcurrentCall"}, name: "MaxConcurrentCalls",
 			read: func(v *value, s *SemaphoreSpec) { s.MaxConcurrentCalls = v.integer() },
@@ -266,19 +276,16 @@ var semaphoreKind = &kindDesc[SemaphoreSpec, semaphore.Config]{
 		{key: "fairCallHandlingEnabled"},
 		{key: "tags"},
 	},
-	base: func(s SemaphoreSpec) string { return s.BaseConfig },
-	over: func(s, b SemaphoreSpec) SemaphoreSpec {
-		b.MaxConcurrentCalls = pick(s.MaxConcurrentCalls, b.MaxConcurrentCalls)
-		b.MaxWaitDuration = pick(s.MaxWaitDuration, b.MaxWaitDuration)
-		b.EventBufferSize = pick(s.EventBufferSize, b.EventBufferSize)
-		b.Adaptive = pick(s.Adaptive, b.Adaptive)
-		b.BaseConfig = s.BaseConfig
-		return b
-	},
+	base:     func(s SemaphoreSpec) string { return s.BaseConfig },
 	buffer:   func(s SemaphoreSpec) *int { return s.EventBufferSize },
 	adaptive: func(s SemaphoreSpec) *adaptive.Config { return s.Adaptive },
 	defaults: semaphore.DefaultConfig,
 	validate: semaphore.Config.Validate,
+	limit:    func(c *semaphore.Config) *int { return &c.MaxConcurrentCalls },
+	create:   func(name string, c semaphore.Config) (handle, error) { return semaphore.New(name, c) },
+	status: func(c semaphore.Config) statusConfig {
+		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}
+	},
 }
 
 var poolKind = &kindDesc[PoolSpec, pool.Config]{
@@ -289,6 +296,7 @@ var poolKind = &kindDesc[PoolSpec, pool.Config]{
 		}
 		return &c.Pools
 	},
+	res: func(c *compiled) *resolved[PoolSpec] { return &c.pool },
 	fields: []field[PoolSpec, pool.Config]{
 		{key: "maxThreadPoolSize", alias: []string{"maxWorkers"}, name: "MaxWorkers",
 			read:  func(v *value, s *PoolSpec) { s.MaxWorkers = v.integer() },
@@ -310,22 +318,17 @@ var poolKind = &kindDesc[PoolSpec, pool.Config]{
 		{key: "contextPropagators"},
 		{key: "tags"},
 	},
-	base: func(s PoolSpec) string { return s.BaseConfig },
-	over: func(s, b PoolSpec) PoolSpec {
-		b.MaxWorkers = pick(s.MaxWorkers, b.MaxWorkers)
-		b.CoreWorkers = pick(s.CoreWorkers, b.CoreWorkers)
-		b.QueueCapacity = pick(s.QueueCapacity, b.QueueCapacity)
-		b.QueueTimeout = pick(s.QueueTimeout, b.QueueTimeout)
-		b.KeepAlive = pick(s.KeepAlive, b.KeepAlive)
-		b.EventBufferSize = pick(s.EventBufferSize, b.EventBufferSize)
-		b.Adaptive = pick(s.Adaptive, b.Adaptive)
-		b.BaseConfig = s.BaseConfig
-		return b
-	},
+	base:     func(s PoolSpec) string { return s.BaseConfig },
 	buffer:   func(s PoolSpec) *int { return s.EventBufferSize },
 	adaptive: func(s PoolSpec) *adaptive.Config { return s.Adaptive },
 	defaults: pool.DefaultConfig,
 	validate: pool.Config.Validate,
+	limit:    func(c *pool.Config) *int { return &c.MaxWorkers },
+	create:   func(name string, c pool.Config) (handle, error) { return pool.New(name, c) },
+	status: func(c pool.Config) statusConfig {
+		return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
+			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
+	},
 	// Spring refuses a core size above the maximum; a core size alone has
 	// no effect here, which Load reports as a warning.
 	finalize: func(s PoolSpec, c pool.Config, l *errList, loc locator, sec section, name string) {
@@ -390,6 +393,76 @@ func (d *kindDesc[S, C]) build(s S) (C, int) {
 // resolved is a kind's shared configurations with their chains merged.
 type resolved[S any] map[string]S
 
+// compiled is a valid Config's shared configurations, resolved.
+type compiled struct {
+	sem  resolved[SemaphoreSpec]
+	pool resolved[PoolSpec]
+}
+
+// kindOps is what code holding a bulkhead of either kind needs of its
+// kindDesc. Its "want" values are the kind's Config (semaphore.Config or
+// pool.Config).
+type kindOps interface {
+	spec(cfg Config, res *compiled, name string) (sp spec, listed bool)
+	names(cfg Config) []string // the instances cfg lists, sorted
+	newBulkhead(name string, want any, limit int) (handle, error)
+	sync(b handle, want any, limit int) (changed bool, err error)
+	statusOf(b handle) statusConfig
+}
+
+var kinds = []bulkhead.Kind{bulkhead.Semaphore, bulkhead.Pool}
+
+func opsOf(k bulkhead.Kind) kindOps {
+	if k == bulkhead.Pool {
+		return poolKind
+	}
+	return semaphoreKind
+}
+
+// spec resolves the named instance's spec (listed or not) from cfg.
+func (d *kindDesc[S, C]) spec(cfg Config, res *compiled, name string) (spec, bool) {
+	s, ok := (*d.ptr(&cfg, false))[name]
+	full := d.instance(*d.res(res), s)
+	c, size := d.build(full)
+	return spec{c, *d.limit(&c), size, d.adaptive(full)}, ok
+}
+
+func (d *kindDesc[S, C]) names(cfg Config) []string { return sortedKeys(*d.ptr(&cfg, false)) }
+
+// withLimit returns want with its limit set to n, or as it is if n is 0.
+func (d *kindDesc[S, C]) withLimit(want any, n int) C {
+	c := want.(C)
+	if n > 0 {
+		*d.limit(&c) = n
+	}
+	return c
+}
+
+func (d *kindDesc[S, C]) newBulkhead(name string, want any, limit int) (handle, error) {
+	return d.create(name, d.withLimit(want, limit))
+}
+
+// configurable is what both kinds of bulkhead offer for their Config C.
+type configurable[C any] interface {
+	Config() C
+	Reconfigure(C) error
+}
+
+// sync gives b the config want with the limit n (if not 0), and reports
+// whether that changed it.
+func (d *kindDesc[S, C]) sync(b handle, want any, n int) (bool, error) {
+	c, bc := d.withLimit(want, n), b.(configurable[C])
+	if c == bc.Config() {
+		return false, nil
+	}
+	err := bc.Reconfigure(c)
+	return err == nil, err
+}
+
+func (d *kindDesc[S, C]) statusOf(b handle) statusConfig {
+	return d.status(b.(configurable[C]).Config())
+}
+
 // instance resolves an instance's spec (listed or not) over its base.
 func (d *kindDesc[S, C]) instance(res resolved[S], s S) S {
 	b := d.base(s)
@@ -397,7 +470,7 @@ func (d *kindDesc[S, C]) instance(res resolved[S], s S) S {
 		b = defaultName
 	}
 	if base, ok := res[b]; ok {
-		return d.over(s, base)
+		return over(s, base)
 	}
 	return s
 }
@@ -407,16 +480,15 @@ func (d *kindDesc[S, C]) instance(res resolved[S], s S) S {
 // BaseConfig reference (unknown names and cycles are errors). The error
 // joins one [*ConfigError] per problem.
 func (c Config) Validate() error {
-	_, _, l := c.compile(goLocator{})
+	var l errList
+	c.compile(&l, goLocator{})
 	return errors.Join(l.errs...)
 }
 
-// compile validates c and resolves every shared configuration's chain.
-func (c Config) compile(loc locator) (resolved[SemaphoreSpec], resolved[PoolSpec], *errList) {
-	l := &errList{}
-	sem := semaphoreKind.compile(c, l, loc)
-	pl := poolKind.compile(c, l, loc)
-	return sem, pl, l
+// compile validates c into l and resolves every shared configuration's
+// chain.
+func (c Config) compile(l *errList, loc locator) *compiled {
+	return &compiled{sem: semaphoreKind.compile(c, l, loc), pool: poolKind.compile(c, l, loc)}
 }
 
 func (d *kindDesc[S, C]) compile(c Config, l *errList, loc locator) resolved[S] {
@@ -574,7 +646,7 @@ func (d *kindDesc[S, C]) resolve(configs map[string]S, names func() string, l *e
 			}
 			s := configs[name]
 			if b := baseOf(name); b != "" {
-				s = d.over(s, res[b])
+				s = over(s, res[b])
 			}
 			res[name] = s
 		}

@@ -111,12 +111,8 @@ func load(data []byte, file string) (Config, error) {
 		}
 		ld.l.add(0, "", "%s", msg)
 	}
-	_, _, cl := ld.cfg.compile(ld)
-	for _, e := range cl.errs {
-		c := e.(*ConfigError)
-		ld.l.add(c.Line, c.Path, "%s", c.Msg)
-	}
-	ld.cfg.Warnings = cl.warns
+	ld.cfg.compile(&ld.l, ld)
+	ld.cfg.Warnings = ld.l.warns
 	for _, e := range ld.l.errs {
 		e.(*ConfigError).File = file
 	}
@@ -374,37 +370,45 @@ func (d *kindDesc[S, C]) readEntries(ld *loader, n *yaml.Node, path string, shar
 func (d *kindDesc[S, C]) readSpec(ld *loader, n *yaml.Node, epath string, sec section, name string) S {
 	var s S
 	what := fmt.Sprintf("%s %q", sec, name)
-	seen := map[int]int{}
-	for _, p := range ld.pairs(n, epath, what) {
-		if ld.l.full() {
-			break
+	ld.fields(n, epath, what, "", d.validKeys, d.index, func(i int, key string, v *yaml.Node, path string) {
+		if f := d.fields[i]; f.read != nil { // nil: accepted, no effect
+			ld.pos[posKey{sec, name, f.name}] = posVal{line: v.Line, path: path, key: key}
+			f.read(&value{ld: ld, n: v, path: path, what: what, key: key, sec: sec, entry: name}, &s)
 		}
-		nk := normalize(p.key)
-		i, ok := d.index[nk]
+	})
+	return s
+}
+
+// fields reads the mapping n (of an entry, or of its block when block is
+// not ""), whose keys must be among keys (index maps each normalized key to
+// its field), each once: fn gets a key's field, the key and its value.
+func (ld *loader) fields(n *yaml.Node, path, what, block string, keys []string, index map[string]int, fn func(i int, key string, v *yaml.Node, path string)) {
+	in, prefix, mwhat := "", "", what
+	if block != "" {
+		in, prefix, mwhat = " in "+block, block+".", what+": "+block
+	}
+	seen := map[int]int{}
+	for _, p := range ld.pairs(n, path, mwhat) {
+		if ld.l.full() {
+			return
+		}
+		kpath, nk := path+"."+p.key, normalize(p.key)
+		i, ok := index[nk]
 		if !ok {
-			ld.l.add(p.k.Line, epath+"."+p.key, "%s: unknown key %q%s%s", what, p.key, origin(p), suggest(nk, d.validKeys))
+			ld.l.add(p.k.Line, kpath, "%s: unknown key %q%s%s%s", what, p.key, origin(p), in, suggest(nk, keys))
 			continue
 		}
 		if line, dup := seen[i]; dup {
 			if !p.merged {
-				ld.l.add(p.k.Line, epath+"."+p.key, "%s: %s is given twice (first at line %d)", what, p.key, line)
+				ld.l.add(p.k.Line, kpath, "%s: %s%s is given twice (first at line %d)", what, prefix, p.key, line)
 			}
 			continue
 		}
 		seen[i] = p.k.Line
-		f := d.fields[i]
-		if f.read == nil {
-			continue // accepted, no effect
+		if v := ld.deref(p.v, kpath); v != nil {
+			fn(i, p.key, v, kpath)
 		}
-		v := ld.deref(p.v, epath)
-		if v == nil {
-			continue
-		}
-		path := epath + "." + p.key
-		ld.pos[posKey{sec, name, f.name}] = posVal{line: v.Line, path: path, key: p.key}
-		f.read(&value{ld: ld, n: v, path: path, what: what, key: p.key, sec: sec, entry: name}, &s)
 	}
-	return s
 }
 
 // value is a field's YAML value, read with errors that name it.
