@@ -51,21 +51,9 @@ func describeBlock(t reflect.Type) {
 	}
 }
 
-// adaptive reads an adaptive: block. It returns nil if the block has an
-// error; Validate is left to the compile step, which sees inherited blocks
-// too.
-func (v *value) adaptive() *adaptive.Config {
-	var c adaptive.Config
-	before := len(v.ld.l.errs)
-	v.block(reflect.ValueOf(&c).Elem(), "")
-	if len(v.ld.l.errs) != before || v.ld.l.full() {
-		return nil
-	}
-	return &c
-}
-
-// block reads the mapping v into the struct rv; sub is its place in the
-// block ("" or "vegas.").
+// block reads the mapping v into the struct rv (an adaptive block, or a
+// struct in one); sub is its place in the block ("" or "vegas."). Validate
+// is left to the compile step, which sees inherited blocks too.
 func (v *value) block(rv reflect.Value, sub string) {
 	switch {
 	case isNull(v.n):
@@ -80,28 +68,39 @@ func (v *value) block(rv reflect.Value, sub string) {
 		canon := sub + rv.Type().Field(i).Tag.Get("yaml")
 		v.ld.pos[posKey{v.sec, v.entry, "Adaptive." + canon}] = posVal{line: n.Line, path: path, key: key}
 		fv := &value{ld: v.ld, n: n, path: path, what: v.what, key: "adaptive." + canon, sec: v.sec, entry: v.entry}
-		f := rv.Field(i)
-		switch {
-		case f.Type() == durationType:
-			if d := fv.duration(); d != nil {
-				f.SetInt(int64(*d))
-			}
-		case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
-			if x := fv.integer(); x != nil {
-				f.SetInt(int64(*x))
-			}
-		case f.Kind() == reflect.Float64:
-			if x := fv.float(); x != nil {
-				f.SetFloat(*x)
-			}
-		case f.Kind() == reflect.String:
-			if s, ok := fv.scalar("a string"); ok {
-				f.SetString(s)
-			}
-		case f.Kind() == reflect.Struct:
-			fv.block(f, canon+".")
-		}
+		fv.into(rv.Field(i), canon+".")
 	})
+}
+
+// into reads v into f by its type (those of the Specs' and
+// adaptive.Config's fields); sub is the place in the adaptive block of a
+// struct. A pointer is set only if its value was read without error.
+func (v *value) into(f reflect.Value, sub string) {
+	switch errs := len(v.ld.l.errs); {
+	case f.Kind() == reflect.Pointer:
+		p := reflect.New(f.Type().Elem())
+		if v.into(p.Elem(), sub); len(v.ld.l.errs) == errs && !v.ld.l.full() {
+			f.Set(p)
+		}
+	case f.Type() == durationType:
+		if d := v.duration(); d != nil {
+			f.SetInt(int64(*d))
+		}
+	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+		if x := v.integer(); x != nil {
+			f.SetInt(int64(*x))
+		}
+	case f.Kind() == reflect.Float64:
+		if x := v.float(); x != nil {
+			f.SetFloat(*x)
+		}
+	case f.Kind() == reflect.String:
+		if s, ok := v.scalar("a string"); ok {
+			f.SetString(s)
+		}
+	case f.Kind() == reflect.Struct:
+		v.block(f, sub)
+	}
 }
 
 func (v *value) float() *float64 {

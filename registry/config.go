@@ -210,14 +210,14 @@ func (goLocator) locate(sec section, name, field string) (int, string, string) {
 	return 0, p, field
 }
 
-// field is one setting of a kind: how Load reads it and how it reaches the
-// bulkhead's own Config.
-type field[S, C any] struct {
-	key   string   // Spring's key, for messages
-	alias []string // other keys accepted for it
-	name  string   // the Spec field, "" for keys accepted without effect
-	read  func(v *value, s *S)
-	apply func(s S, c *C) bool // copies the value into c if set
+// field is one setting of a kind: its Spring key, the other keys accepted
+// for it, and the Spec field it sets ("" for a key accepted without
+// effect). A Spec field reaches the bulkhead's Config field of the same
+// name, if the Config has one.
+type field struct {
+	key   string
+	alias []string
+	name  string
 }
 
 // kindDesc is everything that differs between the two kinds.
@@ -225,7 +225,7 @@ type kindDesc[S any, C comparable] struct {
 	kind      bulkhead.Kind
 	ptr       func(c *Config, shared bool) *map[string]S
 	res       func(c *compiled) *resolved[S]
-	fields    []field[S, C]
+	fields    []field
 	base      func(S) string
 	buffer    func(S) *int
 	adaptive  func(S) *adaptive.Config
@@ -260,18 +260,12 @@ var semaphoreKind = &kindDesc[SemaphoreSpec, semaphore.Config]{
 		return &c.Semaphores
 	},
 	res: func(c *compiled) *resolved[SemaphoreSpec] { return &c.sem },
-	fields: []field[SemaphoreSpec, semaphore.Config]{
-		{key: "maxConcurrentCalls", alias: []string{"maxConcurrentCall"}, name: "MaxConcurrentCalls",
-			read: func(v *value, s *SemaphoreSpec) { s.MaxConcurrentCalls = v.integer() },
-			apply: func(s SemaphoreSpec, c *semaphore.Config) bool {
-				return copyTo(s.MaxConcurrentCalls, &c.MaxConcurrentCalls)
-			}},
-		{key: "maxWaitDuration", alias: []string{"maxWaitTime"}, name: "MaxWaitDuration",
-			read:  func(v *value, s *SemaphoreSpec) { s.MaxWaitDuration = v.duration() },
-			apply: func(s SemaphoreSpec, c *semaphore.Config) bool { return copyTo(s.MaxWaitDuration, &c.MaxWaitDuration) }},
-		{key: "baseConfig", name: "BaseConfig", read: func(v *value, s *SemaphoreSpec) { s.BaseConfig = v.name() }},
-		{key: "eventConsumerBufferSize", name: "EventBufferSize", read: func(v *value, s *SemaphoreSpec) { s.EventBufferSize = v.integer() }},
-		{key: "adaptive", name: "Adaptive", read: func(v *value, s *SemaphoreSpec) { s.Adaptive = v.adaptive() }},
+	fields: []field{
+		{"maxConcurrentCalls", []string{"maxConcurrentCall"}, "MaxConcurrentCalls"},
+		{"maxWaitDuration", []string{"maxWaitTime"}, "MaxWaitDuration"},
+		{key: "baseConfig", name: "BaseConfig"},
+		{key: "eventConsumerBufferSize", name: "EventBufferSize"},
+		{key: "adaptive", name: "Adaptive"},
 		{key: "writableStackTraceEnabled"},
 		{key: "fairCallHandlingEnabled"},
 		{key: "tags"},
@@ -297,23 +291,15 @@ var poolKind = &kindDesc[PoolSpec, pool.Config]{
 		return &c.Pools
 	},
 	res: func(c *compiled) *resolved[PoolSpec] { return &c.pool },
-	fields: []field[PoolSpec, pool.Config]{
-		{key: "maxThreadPoolSize", alias: []string{"maxWorkers"}, name: "MaxWorkers",
-			read:  func(v *value, s *PoolSpec) { s.MaxWorkers = v.integer() },
-			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.MaxWorkers, &c.MaxWorkers) }},
-		{key: "coreThreadPoolSize", name: "CoreWorkers", read: func(v *value, s *PoolSpec) { s.CoreWorkers = v.integer() }},
-		{key: "queueCapacity", name: "QueueCapacity",
-			read:  func(v *value, s *PoolSpec) { s.QueueCapacity = v.integer() },
-			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.QueueCapacity, &c.QueueCapacity) }},
-		{key: "maxWaitDuration", alias: []string{"queueTimeout"}, name: "QueueTimeout",
-			read:  func(v *value, s *PoolSpec) { s.QueueTimeout = v.duration() },
-			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.QueueTimeout, &c.QueueTimeout) }},
-		{key: "keepAliveDuration", alias: []string{"keepAlive"}, name: "KeepAlive",
-			read:  func(v *value, s *PoolSpec) { s.KeepAlive = v.duration() },
-			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.KeepAlive, &c.KeepAlive) }},
-		{key: "baseConfig", name: "BaseConfig", read: func(v *value, s *PoolSpec) { s.BaseConfig = v.name() }},
-		{key: "eventConsumerBufferSize", name: "EventBufferSize", read: func(v *value, s *PoolSpec) { s.EventBufferSize = v.integer() }},
-		{key: "adaptive", name: "Adaptive", read: func(v *value, s *PoolSpec) { s.Adaptive = v.adaptive() }},
+	fields: []field{
+		{"maxThreadPoolSize", []string{"maxWorkers"}, "MaxWorkers"},
+		{key: "coreThreadPoolSize", name: "CoreWorkers"},
+		{key: "queueCapacity", name: "QueueCapacity"},
+		{"maxWaitDuration", []string{"queueTimeout"}, "QueueTimeout"},
+		{"keepAliveDuration", []string{"keepAlive"}, "KeepAlive"},
+		{key: "baseConfig", name: "BaseConfig"},
+		{key: "eventConsumerBufferSize", name: "EventBufferSize"},
+		{key: "adaptive", name: "Adaptive"},
 		{key: "writableStackTraceEnabled"},
 		{key: "contextPropagators"},
 		{key: "tags"},
@@ -362,16 +348,22 @@ func (d *kindDesc[S, C]) init() {
 			d.index[normalize(k)] = i
 		}
 		if f.name != "" {
+			if _, ok := reflect.TypeFor[S]().FieldByName(f.name); !ok {
+				panic("registry: no Spec field " + f.name)
+			}
 			fieldKeys[d.kind][f.name] = f.key
 		}
 	}
 }
 
-func copyTo[T any](v *T, dst *T) bool {
-	if v == nil {
+// apply copies s's field name, if set, into c's field of that name, if c
+// has one, and reports whether it did.
+func apply[S, C any](s S, name string, c *C) bool {
+	sf, cf := reflect.ValueOf(s).FieldByName(name), reflect.ValueOf(c).Elem().FieldByName(name)
+	if !cf.IsValid() || sf.IsNil() {
 		return false
 	}
-	*dst = *v
+	cf.Set(sf.Elem())
 	return true
 }
 
@@ -379,9 +371,7 @@ func copyTo[T any](v *T, dst *T) bool {
 func (d *kindDesc[S, C]) build(s S) (C, int) {
 	c := d.defaults()
 	for _, f := range d.fields {
-		if f.apply != nil {
-			f.apply(s, &c)
-		}
+		apply(s, f.name, &c)
 	}
 	buf := defaultBuffer
 	if b := d.buffer(s); b != nil {
@@ -538,11 +528,8 @@ func (d *kindDesc[S, C]) check(s S, l *errList, loc locator, sec section, name s
 		l.add(line, path, "%s %q: a name must be valid UTF-8", sec, name)
 	}
 	for _, f := range d.fields {
-		if f.apply == nil {
-			continue
-		}
 		c := d.defaults()
-		if !f.apply(s, &c) {
+		if !apply(s, f.name, &c) {
 			continue
 		}
 		if err := d.validate(c); err != nil {

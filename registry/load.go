@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -371,9 +372,16 @@ func (d *kindDesc[S, C]) readSpec(ld *loader, n *yaml.Node, epath string, sec se
 	var s S
 	what := fmt.Sprintf("%s %q", sec, name)
 	ld.fields(n, epath, what, "", d.validKeys, d.index, func(i int, key string, v *yaml.Node, path string) {
-		if f := d.fields[i]; f.read != nil { // nil: accepted, no effect
-			ld.pos[posKey{sec, name, f.name}] = posVal{line: v.Line, path: path, key: key}
-			f.read(&value{ld: ld, n: v, path: path, what: what, key: key, sec: sec, entry: name}, &s)
+		f := d.fields[i]
+		if f.name == "" {
+			return // accepted, no effect
+		}
+		ld.pos[posKey{sec, name, f.name}] = posVal{line: v.Line, path: path, key: key}
+		val := &value{ld: ld, n: v, path: path, what: what, key: key, sec: sec, entry: name}
+		if fv := reflect.ValueOf(&s).Elem().FieldByName(f.name); f.name == "BaseConfig" {
+			fv.SetString(val.name())
+		} else {
+			val.into(fv, "")
 		}
 	})
 	return s
