@@ -55,12 +55,8 @@ func describeBlock(t reflect.Type) {
 // struct in one); sub is its place in the block ("" or "vegas."). Validate
 // is left to the compile step, which sees inherited blocks too.
 func (v *value) block(rv reflect.Value, sub string) {
-	switch {
-	case isNull(v.n):
+	if isNull(v.n) {
 		v.fail("has no value; give a mapping (adaptive: {} for every default) or remove the key")
-		return
-	case v.n.Kind != yaml.MappingNode:
-		v.fail("must be a mapping of keys to values, got %s", describe(v.n))
 		return
 	}
 	desc := blocks[rv.Type()]

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -47,13 +48,7 @@ const (
 // and merge keys may make it read a part again, but it reads at most one
 // key, value or list item per byte of input plus 10,000, and refuses a file
 // that would expand further.
-func Load(r io.Reader) (Config, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
-	if err != nil {
-		return Config{}, fmt.Errorf("registry: reading configuration: %w", err)
-	}
-	return load(data, "")
-}
+func Load(r io.Reader) (Config, error) { return load(r, "") }
 
 // LoadFile reads the YAML configuration in the named file, as [Load] does.
 func LoadFile(path string) (Config, error) {
@@ -62,11 +57,7 @@ func LoadFile(path string) (Config, error) {
 		return Config{}, fmt.Errorf("registry: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return Config{}, fmt.Errorf("registry: reading %s: %w", path, err)
-	}
-	return load(data, path)
+	return load(f, path)
 }
 
 type posKey struct {
@@ -87,7 +78,11 @@ type loader struct {
 	hint   string // a top-level key that looks like a misspelt resilience4j
 }
 
-func load(data []byte, file string) (Config, error) {
+func load(r io.Reader, file string) (Config, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("registry: reading %s: %w", cmp.Or(file, "configuration"), err)
+	}
 	if len(data) > maxFileSize {
 		return Config{}, &ConfigError{File: file, Msg: fmt.Sprintf("the configuration is larger than %d bytes", maxFileSize)}
 	}

@@ -476,9 +476,9 @@ func (r *Registry) Reconfigure(cfg Config) error {
 
 	var errs []error
 	for _, c := range plan {
-		changed, err := r.apply(c.e)
-		if err != nil {
-			errs = append(errs, err)
+		changed, err := c.e.sync()
+		if err != nil && !errors.Is(err, bulkhead.ErrClosed) { // closed: it runs nothing more
+			errs = append(errs, fmt.Errorf("registry: reconfigure: %s %q keeps its old limits: %w", c.e.kind, c.e.name, err))
 		}
 		if changed {
 			r.mu.Lock()
@@ -490,24 +490,6 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 	r.deliver()
 	return errors.Join(errs...)
-}
-
-// apply gives e's bulkhead the config the registry chose for it (and the
-// limit its controller chose, if it has one), with no lock held, and
-// reports whether it changed. If a concurrent Reconfigure chose another
-// meanwhile, it applies that too, so that the configuration installed last
-// wins whatever the order the calls finish in.
-func (r *Registry) apply(e *entry) (changed bool, err error) {
-	changed, err = e.sync()
-	if errors.Is(err, bulkhead.ErrClosed) {
-		// A pool closed by its user, or by Close meanwhile: it runs
-		// nothing more, so it has no limits to change.
-		err = nil
-	}
-	if err != nil {
-		err = fmt.Errorf("registry: reconfigure: %s %q keeps its old limits: %w", e.kind, e.name, err)
-	}
-	return changed, err
 }
 
 // resizeLocked gives e's event ring the new size, keeping the newest
