@@ -242,8 +242,8 @@ func (r *Registry) enqueueLocked(t EntryEventType, e *entry) {
 // no lock held. If another goroutine is delivering already (perhaps the one
 // that called the subscriber that called us), it delivers ours too, after
 // those queued before them. If a subscriber panics or calls runtime.Goexit,
-// the events after the one it was given go back to the front of the queue,
-// for the next change's delivery, and the panic goes on.
+// the events after the one it was given stay queued, for the next change's
+// delivery, and the panic goes on.
 func (r *Registry) deliver() {
 	r.mu.Lock()
 	if r.delivering {
@@ -251,27 +251,22 @@ func (r *Registry) deliver() {
 		return
 	}
 	r.delivering = true
-	var evs []EntryEvent
-	i, normal := 0, false
+	normal := false
 	defer func() {
-		if normal {
-			return
+		if !normal {
+			r.mu.Lock()
+			r.delivering = false
+			r.mu.Unlock()
 		}
-		r.mu.Lock()
-		r.pending = append(slices.Clone(evs[i+1:]), r.pending...)
-		r.delivering = false
-		r.mu.Unlock()
 	}()
 	for len(r.pending) > 0 {
-		evs, r.pending = r.pending, nil
+		ev := r.pending[0]
+		r.pending = r.pending[1:]
 		r.mu.Unlock()
-		for i = 0; i < len(evs); i++ {
-			r.changes.Publish(evs[i])
-		}
-		i = len(evs) - 1
+		r.changes.Publish(ev)
 		r.mu.Lock()
 	}
-	r.delivering = false
+	r.pending, r.delivering = nil, false
 	r.mu.Unlock()
 	normal = true
 }
