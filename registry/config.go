@@ -482,16 +482,13 @@ func (c Config) compile(l *errList, loc locator) *compiled {
 }
 
 func (d *kindDesc[S, C]) compile(c Config, l *errList, loc locator) resolved[S] {
-	configs, instances := *d.ptr(&c, true), *d.ptr(&c, false)
 	for _, shared := range []bool{true, false} {
-		sec, m := section{d.kind, shared}, instances
-		if shared {
-			m = configs
-		}
+		m := *d.ptr(&c, shared)
 		for _, name := range sortedKeys(m) {
-			d.check(m[name], l, loc, sec, name)
+			d.check(m[name], l, loc, section{d.kind, shared}, name)
 		}
 	}
+	configs, instances := *d.ptr(&c, true), *d.ptr(&c, false)
 	names := sync.OnceValue(func() string { return known(configs) }) // once: it sorts
 	res := d.resolve(configs, names, l, loc)
 	sec := section{d.kind, false}

@@ -126,15 +126,11 @@ func (ld *loader) locate(sec section, name, field string) (int, string, string) 
 	if block, _, ok := strings.Cut(field, "."); ok { // a key inside the adaptive block
 		return ld.locate(sec, name, block)
 	}
-	if p, ok := ld.pos[posKey{sec, name, ""}]; ok {
-		key := springKey(sec.kind, field)
-		if key == "" {
-			return p.line, p.path, ""
-		}
+	p := ld.pos[posKey{sec, name, ""}] // every entry Load read has one
+	if key := springKey(sec.kind, field); key != "" {
 		return p.line, p.path + "." + key, key
 	}
-	line, path, _ := goLocator{}.locate(sec, name, field)
-	return line, path, springKey(sec.kind, field)
+	return p.line, p.path, ""
 }
 
 // springKey is the Spring key of a Spec field, for messages.
