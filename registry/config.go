@@ -3,8 +3,9 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -638,14 +639,7 @@ func (d *kindDesc[S, C]) resolve(configs map[string]S, names func() string, l *e
 	return res
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func known[S any](configs map[string]S) string {
 	if len(configs) == 0 {

@@ -162,12 +162,13 @@ func newEntry(k key, sp spec) (*entry, error) {
 	t := &target{cfg: sp.want}
 	var err error
 	if sp.adaptive != nil {
-		if t.ctl, err = newControl(e, *sp.adaptive, sp.limit); err != nil {
-			return nil, fmt.Errorf("registry: %s %q: %w", k.kind, k.name, err)
-		}
+		t.ctl, err = newControl(e, *sp.adaptive, sp.limit)
 	}
-	e.target.Store(t)
-	if e.b, err = e.ops.newBulkhead(k.name, sp.want, t.limit()); err != nil {
+	if err == nil {
+		e.target.Store(t)
+		e.b, err = e.ops.newBulkhead(k.name, sp.want, t.limit())
+	}
+	if err != nil {
 		return nil, fmt.Errorf("registry: %s %q: %w", k.kind, k.name, err)
 	}
 	return e, nil
