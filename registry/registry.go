@@ -542,9 +542,7 @@ func (r *Registry) Close(ctx context.Context) error {
 		done := r.closeDone
 		r.mu.Unlock()
 		select {
-		case <-done:
-			r.mu.Lock()
-			defer r.mu.Unlock()
+		case <-done: // closed after closeErr was set
 			return r.closeErr
 		case <-ctx.Done():
 			return ctx.Err()
