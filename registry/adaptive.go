@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead/adaptive"
-	"github.com/bulkhead-go/bulkhead/pool"
-	"github.com/bulkhead-go/bulkhead/semaphore"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -53,78 +51,51 @@ func describeBlock(t reflect.Type) {
 	}
 }
 
-// adaptive reads an adaptive: block. It returns nil if the block has an
-// error; Validate is left to the compile step, which sees inherited blocks
-// too.
-func (v *value) adaptive() *adaptive.Config {
-	var c adaptive.Config
-	before := len(v.ld.l.errs)
-	v.block(reflect.ValueOf(&c).Elem(), "")
-	if len(v.ld.l.errs) != before || v.ld.l.full() {
-		return nil
-	}
-	return &c
-}
-
-// block reads the mapping v into the struct rv; sub is its place in the
-// block ("" or "vegas.").
+// block reads the mapping v into the struct rv (an adaptive block, or a
+// struct in one); sub is its place in the block ("" or "vegas."). Validate
+// is left to the compile step, which sees inherited blocks too.
 func (v *value) block(rv reflect.Value, sub string) {
-	switch {
-	case isNull(v.n):
+	if isNull(v.n) {
 		v.fail("has no value; give a mapping (adaptive: {} for every default) or remove the key")
-		return
-	case v.n.Kind != yaml.MappingNode:
-		v.fail("must be a mapping of keys to values, got %s", describe(v.n))
 		return
 	}
 	desc := blocks[rv.Type()]
-	seen := map[int]int{}
-	for _, p := range v.ld.pairs(v.n, v.path, v.what+": "+v.key) {
-		if v.ld.l.full() {
-			return
-		}
-		path := v.path + "." + p.key
-		nk := normalize(p.key)
-		i, ok := desc.index[nk]
-		if !ok {
-			v.ld.l.add(p.k.Line, path, "%s: unknown key %q%s in %s%s", v.what, p.key, origin(p), v.key, suggest(nk, desc.keys))
-			continue
-		}
-		if line, dup := seen[i]; dup {
-			if !p.merged {
-				v.ld.l.add(p.k.Line, path, "%s: %s.%s is given twice (first at line %d)", v.what, v.key, p.key, line)
-			}
-			continue
-		}
-		seen[i] = p.k.Line
-		n := v.ld.deref(p.v, path)
-		if n == nil {
-			continue
-		}
+	v.ld.fields(v.n, v.path, v.what, v.key, desc.keys, desc.index, func(i int, key string, n *yaml.Node, path string) {
 		canon := sub + rv.Type().Field(i).Tag.Get("yaml")
-		v.ld.pos[posKey{v.sec, v.entry, "Adaptive." + canon}] = posVal{line: n.Line, path: path, key: p.key}
+		v.ld.pos[posKey{v.sec, v.entry, "Adaptive." + canon}] = posVal{line: n.Line, path: path, key: key}
 		fv := &value{ld: v.ld, n: n, path: path, what: v.what, key: "adaptive." + canon, sec: v.sec, entry: v.entry}
-		f := rv.Field(i)
-		switch {
-		case f.Type() == durationType:
-			if d := fv.duration(); d != nil {
-				f.SetInt(int64(*d))
-			}
-		case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
-			if x := fv.integer(); x != nil {
-				f.SetInt(int64(*x))
-			}
-		case f.Kind() == reflect.Float64:
-			if x := fv.float(); x != nil {
-				f.SetFloat(*x)
-			}
-		case f.Kind() == reflect.String:
-			if s, ok := fv.scalar("a string"); ok {
-				f.SetString(s)
-			}
-		case f.Kind() == reflect.Struct:
-			fv.block(f, canon+".")
+		fv.into(rv.Field(i), canon+".")
+	})
+}
+
+// into reads v into f by its type (those of the Specs' and
+// adaptive.Config's fields); sub is the place in the adaptive block of a
+// struct. A pointer is set only if its value was read without error.
+func (v *value) into(f reflect.Value, sub string) {
+	switch errs := len(v.ld.l.errs); {
+	case f.Kind() == reflect.Pointer:
+		p := reflect.New(f.Type().Elem())
+		if v.into(p.Elem(), sub); len(v.ld.l.errs) == errs && !v.ld.l.full() {
+			f.Set(p)
 		}
+	case f.Type() == durationType:
+		if d := v.duration(); d != nil {
+			f.SetInt(int64(*d))
+		}
+	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+		if x := v.integer(); x != nil {
+			f.SetInt(int64(*x))
+		}
+	case f.Kind() == reflect.Float64:
+		if x := v.float(); x != nil {
+			f.SetFloat(*x)
+		}
+	case f.Kind() == reflect.String:
+		if s, ok := v.scalar("a string"); ok {
+			f.SetString(s)
+		}
+	case f.Kind() == reflect.Struct:
+		v.block(f, sub)
 	}
 }
 
@@ -209,55 +180,22 @@ func (e *entry) setLimit(ctl *control, n int) error {
 func (e *entry) sync() (changed bool, err error) {
 	for {
 		t := e.target.Load()
-		limit := 0
-		if t.ctl != nil {
-			limit = int(t.ctl.limit.Load())
-		}
-		err = nil
-		switch b := e.b.(type) {
-		case *semaphore.Bulkhead:
-			if c := withLimit(t.cfg, limit).(semaphore.Config); c != b.Config() {
-				err = b.Reconfigure(c)
-				changed = changed || err == nil
-			}
-		case *pool.Bulkhead:
-			if c := withLimit(t.cfg, limit).(pool.Config); c != b.Config() {
-				err = b.Reconfigure(c)
-				changed = changed || err == nil
-			}
-		}
-		if e.target.Load() == t && (t.ctl == nil || int(t.ctl.limit.Load()) == limit) {
+		limit := t.limit()
+		var c bool
+		c, err = e.ops.sync(e.b, t.cfg, limit)
+		changed = changed || c
+		if e.target.Load() == t && t.limit() == limit {
 			return changed, err
 		}
 	}
 }
 
-// withLimit returns cfg with its limit set to n, or cfg if n is 0.
-func withLimit(cfg any, n int) any {
-	switch c := cfg.(type) {
-	case semaphore.Config:
-		if n > 0 {
-			c.MaxConcurrentCalls = n
-		}
-		return c
-	case pool.Config:
-		if n > 0 {
-			c.MaxWorkers = n
-		}
-		return c
+// limit is the limit t's controller chose last, 0 without one.
+func (t *target) limit() int {
+	if t.ctl == nil {
+		return 0
 	}
-	return cfg
-}
-
-// limitOf returns cfg's limit.
-func limitOf(cfg any) int {
-	switch c := cfg.(type) {
-	case semaphore.Config:
-		return c.MaxConcurrentCalls
-	case pool.Config:
-		return c.MaxWorkers
-	}
-	return 0
+	return int(t.ctl.limit.Load())
 }
 
 // control returns the controller that owns e's limit, or nil.

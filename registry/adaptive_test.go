@@ -48,7 +48,8 @@ const adaptiveYAML = `resilience4j:
 
 func TestLoadAdaptive(t *testing.T) {
 	c := mustLoad(t, adaptiveYAML)
-	sem, pl, l := c.compile(goLocator{})
+	var l errList
+	res := c.compile(&l, goLocator{})
 	if len(l.errs) > 0 {
 		t.Fatal(errors.Join(l.errs...))
 	}
@@ -65,7 +66,7 @@ func TestLoadAdaptive(t *testing.T) {
 		"static":    &def,
 	}
 	for name, want := range semWant {
-		got := semaphoreKind.instance(sem, c.Semaphores[name]).Adaptive
+		got := semaphoreKind.instance(res.sem, c.Semaphores[name]).Adaptive
 		if got == nil || *got != *want {
 			t.Errorf("semaphore %s: adaptive %+v, want %+v", name, got, want)
 		}
@@ -77,7 +78,7 @@ func TestLoadAdaptive(t *testing.T) {
 		t.Errorf("adaptive: {} gave %+v", got)
 	}
 	for name, want := range poolWant {
-		got := poolKind.instance(pl, c.Pools[name]).Adaptive
+		got := poolKind.instance(res.pool, c.Pools[name]).Adaptive
 		if (got == nil) != (want == nil) || got != nil && *got != *want {
 			t.Errorf("pool %s: adaptive %+v, want %+v", name, got, want)
 		}

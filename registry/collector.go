@@ -193,11 +193,9 @@ func (s *sink) deleteSeriesLocked(e *entry) {
 	if s.h.Swap(nil) == nil {
 		return
 	}
-	kind := e.kind.String()
-	for _, o := range []string{"permitted", "rejected", "cancelled"} {
-		s.c.wait.DeleteLabelValues(e.name, kind, o)
-	}
-	s.c.run.DeleteLabelValues(e.name, kind)
+	l := prometheus.Labels{"name": e.name, "kind": e.kind.String()}
+	s.c.wait.DeletePartialMatch(l)
+	s.c.run.DeletePartialMatch(l)
 }
 
 // Describe implements prometheus.Collector.
@@ -255,13 +253,22 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 		return nil, err
 	}
 	stop := func() {}
-	if c.wait != nil {
+	if c.wait != nil { // every bulkhead, present and future, feeds c's histograms
 		r.mu.Lock()
-		r.addCollectorLocked(c)
+		r.collectors = append(r.collectors, c)
+		for _, e := range r.entries {
+			e.addSink(c)
+		}
+		r.retainLocked()
 		r.mu.Unlock()
 		stop = func() {
 			r.mu.Lock()
-			r.removeCollectorLocked(c)
+			c.stopped = true
+			r.collectors = slices.DeleteFunc(r.collectors, func(x *collector) bool { return x == c })
+			for _, e := range r.entries {
+				e.removeSink(c)
+			}
+			r.releaseLocked()
 			r.mu.Unlock()
 		}
 	}
@@ -276,26 +283,6 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 			stop()
 		})
 	}, nil
-}
-
-// addCollectorLocked makes every bulkhead, present and future, feed c's
-// histograms. r.mu must be held.
-func (r *Registry) addCollectorLocked(c *collector) {
-	r.collectors = append(r.collectors, c)
-	for _, e := range r.entries {
-		e.addSink(c)
-	}
-	r.retainLocked()
-}
-
-// removeCollectorLocked stops it. r.mu must be held.
-func (r *Registry) removeCollectorLocked(c *collector) {
-	c.stopped = true
-	r.collectors = slices.DeleteFunc(r.collectors, func(x *collector) bool { return x == c })
-	for _, e := range r.entries {
-		e.removeSink(c)
-	}
-	r.releaseLocked()
 }
 
 // addSink adds a sink for c to e's (copy on write: read per event without

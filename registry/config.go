@@ -3,7 +3,9 @@ package registry
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -209,35 +211,43 @@ func (goLocator) locate(sec section, name, field string) (int, string, string) {
 	return 0, p, field
 }
 
-// field is one setting of a kind: how Load reads it and how it reaches the
-// bulkhead's own Config.
-type field[S, C any] struct {
-	key   string   // Spring's key, for messages
-	alias []string // other keys accepted for it
-	name  string   // the Spec field, "" for keys accepted without effect
-	read  func(v *value, s *S)
-	apply func(s S, c *C) bool // copies the value into c if set
+// field is one setting of a kind: its Spring key, the other keys accepted
+// for it, and the Spec field it sets ("" for a key accepted without
+// effect). A Spec field reaches the bulkhead's Config field of the same
+// name, if the Config has one.
+type field struct {
+	key   string
+	alias []string
+	name  string
 }
 
 // kindDesc is everything that differs between the two kinds.
-type kindDesc[S, C any] struct {
+type kindDesc[S any, C comparable] struct {
 	kind      bulkhead.Kind
 	ptr       func(c *Config, shared bool) *map[string]S
-	fields    []field[S, C]
+	res       func(c *compiled) *resolved[S]
+	fields    []field
 	base      func(S) string
-	over      func(s, base S) S // s's set fields over base's
 	buffer    func(S) *int
 	adaptive  func(S) *adaptive.Config
 	defaults  func() C
 	validate  func(C) error
+	limit     func(c *C) *int // MaxConcurrentCalls or MaxWorkers
+	create    func(name string, c C) (handle, error)
+	status    func(C) statusConfig
 	finalize  func(s S, c C, l *errList, loc locator, sec section, name string)
 	validKeys []string       // the Spring keys, for suggestions
 	index     map[string]int // normalized key or alias -> field
 }
 
-func pick[T any](v, base *T) *T {
-	if v != nil {
-		return v
+// over returns s's set fields over base's: every pointer field of s that
+// is not nil, and s's BaseConfig.
+func over[S any](s, base S) S {
+	sv, bv := reflect.ValueOf(&s).Elem(), reflect.ValueOf(&base).Elem()
+	for i := range sv.NumField() {
+		if f := sv.Field(i); f.Kind() != reflect.Pointer || !f.IsNil() {
+			bv.Field(i).Set(f)
+		}
 	}
 	return base
 }
@@ -250,35 +260,27 @@ var semaphoreKind = &kindDesc[SemaphoreSpec, semaphore.Config]{
 		}
 		return &c.Semaphores
 	},
-	fields: []field[SemaphoreSpec, semaphore.Config]{
-		{key: "maxConcurrentCalls", alias: []string{"maxConcurrentCall"}, name: "MaxConcurrentCalls",
-			read: func(v *value, s *SemaphoreSpec) { s.MaxConcurrentCalls = v.integer() },
-			apply: func(s SemaphoreSpec, c *semaphore.Config) bool {
-				return copyTo(s.MaxConcurrentCalls, &c.MaxConcurrentCalls)
-			}},
-		{key: "maxWaitDuration", alias: []string{"maxWaitTime"}, name: "MaxWaitDuration",
-			read:  func(v *value, s *SemaphoreSpec) { s.MaxWaitDuration = v.duration() },
-			apply: func(s SemaphoreSpec, c *semaphore.Config) bool { return copyTo(s.MaxWaitDuration, &c.MaxWaitDuration) }},
-		{key: "baseConfig", name: "BaseConfig", read: func(v *value, s *SemaphoreSpec) { s.BaseConfig = v.name() }},
-		{key: "eventConsumerBufferSize", name: "EventBufferSize", read: func(v *value, s *SemaphoreSpec) { s.EventBufferSize = v.integer() }},
-		{key: "adaptive", name: "Adaptive", read: func(v *value, s *SemaphoreSpec) { s.Adaptive = v.adaptive() }},
+	res: func(c *compiled) *resolved[SemaphoreSpec] { return &c.sem },
+	fields: []field{
+		{"maxConcurrentCalls", []string{"maxConcurrentCall"}, "MaxConcurrentCalls"},
+		{"maxWaitDuration", []string{"maxWaitTime"}, "MaxWaitDuration"},
+		{key: "baseConfig", name: "BaseConfig"},
+		{key: "eventConsumerBufferSize", name: "EventBufferSize"},
+		{key: "adaptive", name: "Adaptive"},
 		{key: "writableStackTraceEnabled"},
 		{key: "fairCallHandlingEnabled"},
 		{key: "tags"},
 	},
-	base: func(s SemaphoreSpec) string { return s.BaseConfig },
-	over: func(s, b SemaphoreSpec) SemaphoreSpec {
-		b.MaxConcurrentCalls = pick(s.MaxConcurrentCalls, b.MaxConcurrentCalls)
-		b.MaxWaitDuration = pick(s.MaxWaitDuration, b.MaxWaitDuration)
-		b.EventBufferSize = pick(s.EventBufferSize, b.EventBufferSize)
-		b.Adaptive = pick(s.Adaptive, b.Adaptive)
-		b.BaseConfig = s.BaseConfig
-		return b
-	},
+	base:     func(s SemaphoreSpec) string { return s.BaseConfig },
 	buffer:   func(s SemaphoreSpec) *int { return s.EventBufferSize },
 	adaptive: func(s SemaphoreSpec) *adaptive.Config { return s.Adaptive },
 	defaults: semaphore.DefaultConfig,
 	validate: semaphore.Config.Validate,
+	limit:    func(c *semaphore.Config) *int { return &c.MaxConcurrentCalls },
+	create:   func(name string, c semaphore.Config) (handle, error) { return semaphore.New(name, c) },
+	status: func(c semaphore.Config) statusConfig {
+		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}
+	},
 }
 
 var poolKind = &kindDesc[PoolSpec, pool.Config]{
@@ -289,43 +291,31 @@ var poolKind = &kindDesc[PoolSpec, pool.Config]{
 		}
 		return &c.Pools
 	},
-	fields: []field[PoolSpec, pool.Config]{
-		{key: "maxThreadPoolSize", alias: []string{"maxWorkers"}, name: "MaxWorkers",
-			read:  func(v *value, s *PoolSpec) { s.MaxWorkers = v.integer() },
-			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.MaxWorkers, &c.MaxWorkers) }},
-		{key: "coreThreadPoolSize", name: "CoreWorkers", read: func(v *value, s *PoolSpec) { s.CoreWorkers = v.integer() }},
-		{key: "queueCapacity", name: "QueueCapacity",
-			read:  func(v *value, s *PoolSpec) { s.QueueCapacity = v.integer() },
-			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.QueueCapacity, &c.QueueCapacity) }},
-		{key: "maxWaitDuration", alias: []string{"queueTimeout"}, name: "QueueTimeout",
-			read:  func(v *value, s *PoolSpec) { s.QueueTimeout = v.duration() },
-			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.QueueTimeout, &c.QueueTimeout) }},
-		{key: "keepAliveDuration", alias: []string{"keepAlive"}, name: "KeepAlive",
-			read:  func(v *value, s *PoolSpec) { s.KeepAlive = v.duration() },
-			apply: func(s PoolSpec, c *pool.Config) bool { return copyTo(s.KeepAlive, &c.KeepAlive) }},
-		{key: "baseConfig", name: "BaseConfig", read: func(v *value, s *PoolSpec) { s.BaseConfig = v.name() }},
-		{key: "eventConsumerBufferSize", name: "EventBufferSize", read: func(v *value, s *PoolSpec) { s.EventBufferSize = v.integer() }},
-		{key: "adaptive", name: "Adaptive", read: func(v *value, s *PoolSpec) { s.Adaptive = v.adaptive() }},
+	res: func(c *compiled) *resolved[PoolSpec] { return &c.pool },
+	fields: []field{
+		{"maxThreadPoolSize", []string{"maxWorkers"}, "MaxWorkers"},
+		{key: "coreThreadPoolSize", name: "CoreWorkers"},
+		{key: "queueCapacity", name: "QueueCapacity"},
+		{"maxWaitDuration", []string{"queueTimeout"}, "QueueTimeout"},
+		{"keepAliveDuration", []string{"keepAlive"}, "KeepAlive"},
+		{key: "baseConfig", name: "BaseConfig"},
+		{key: "eventConsumerBufferSize", name: "EventBufferSize"},
+		{key: "adaptive", name: "Adaptive"},
 		{key: "writableStackTraceEnabled"},
 		{key: "contextPropagators"},
 		{key: "tags"},
 	},
-	base: func(s PoolSpec) string { return s.BaseConfig },
-	over: func(s, b PoolSpec) PoolSpec {
-		b.MaxWorkers = pick(s.MaxWorkers, b.MaxWorkers)
-		b.CoreWorkers = pick(s.CoreWorkers, b.CoreWorkers)
-		b.QueueCapacity = pick(s.QueueCapacity, b.QueueCapacity)
-		b.QueueTimeout = pick(s.QueueTimeout, b.QueueTimeout)
-		b.KeepAlive = pick(s.KeepAlive, b.KeepAlive)
-		b.EventBufferSize = pick(s.EventBufferSize, b.EventBufferSize)
-		b.Adaptive = pick(s.Adaptive, b.Adaptive)
-		b.BaseConfig = s.BaseConfig
-		return b
-	},
+	base:     func(s PoolSpec) string { return s.BaseConfig },
 	buffer:   func(s PoolSpec) *int { return s.EventBufferSize },
 	adaptive: func(s PoolSpec) *adaptive.Config { return s.Adaptive },
 	defaults: pool.DefaultConfig,
 	validate: pool.Config.Validate,
+	limit:    func(c *pool.Config) *int { return &c.MaxWorkers },
+	create:   func(name string, c pool.Config) (handle, error) { return pool.New(name, c) },
+	status: func(c pool.Config) statusConfig {
+		return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
+			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
+	},
 	// Spring refuses a core size above the maximum; a core size alone has
 	// no effect here, which Load reports as a warning.
 	finalize: func(s PoolSpec, c pool.Config, l *errList, loc locator, sec section, name string) {
@@ -359,16 +349,22 @@ func (d *kindDesc[S, C]) init() {
 			d.index[normalize(k)] = i
 		}
 		if f.name != "" {
+			if _, ok := reflect.TypeFor[S]().FieldByName(f.name); !ok {
+				panic("registry: no Spec field " + f.name)
+			}
 			fieldKeys[d.kind][f.name] = f.key
 		}
 	}
 }
 
-func copyTo[T any](v *T, dst *T) bool {
-	if v == nil {
+// apply copies s's field name, if set, into c's field of that name, if c
+// has one, and reports whether it did.
+func apply[S, C any](s S, name string, c *C) bool {
+	sf, cf := reflect.ValueOf(s).FieldByName(name), reflect.ValueOf(c).Elem().FieldByName(name)
+	if !cf.IsValid() || sf.IsNil() {
 		return false
 	}
-	*dst = *v
+	cf.Set(sf.Elem())
 	return true
 }
 
@@ -376,9 +372,7 @@ func copyTo[T any](v *T, dst *T) bool {
 func (d *kindDesc[S, C]) build(s S) (C, int) {
 	c := d.defaults()
 	for _, f := range d.fields {
-		if f.apply != nil {
-			f.apply(s, &c)
-		}
+		apply(s, f.name, &c)
 	}
 	buf := defaultBuffer
 	if b := d.buffer(s); b != nil {
@@ -390,6 +384,76 @@ func (d *kindDesc[S, C]) build(s S) (C, int) {
 // resolved is a kind's shared configurations with their chains merged.
 type resolved[S any] map[string]S
 
+// compiled is a valid Config's shared configurations, resolved.
+type compiled struct {
+	sem  resolved[SemaphoreSpec]
+	pool resolved[PoolSpec]
+}
+
+// kindOps is what code holding a bulkhead of either kind needs of its
+// kindDesc. Its "want" values are the kind's Config (semaphore.Config or
+// pool.Config).
+type kindOps interface {
+	spec(cfg Config, res *compiled, name string) (sp spec, listed bool)
+	names(cfg Config) []string // the instances cfg lists, sorted
+	newBulkhead(name string, want any, limit int) (handle, error)
+	sync(b handle, want any, limit int) (changed bool, err error)
+	statusOf(b handle) statusConfig
+}
+
+var kinds = []bulkhead.Kind{bulkhead.Semaphore, bulkhead.Pool}
+
+func opsOf(k bulkhead.Kind) kindOps {
+	if k == bulkhead.Pool {
+		return poolKind
+	}
+	return semaphoreKind
+}
+
+// spec resolves the named instance's spec (listed or not) from cfg.
+func (d *kindDesc[S, C]) spec(cfg Config, res *compiled, name string) (spec, bool) {
+	s, ok := (*d.ptr(&cfg, false))[name]
+	full := d.instance(*d.res(res), s)
+	c, size := d.build(full)
+	return spec{c, *d.limit(&c), size, d.adaptive(full)}, ok
+}
+
+func (d *kindDesc[S, C]) names(cfg Config) []string { return sortedKeys(*d.ptr(&cfg, false)) }
+
+// withLimit returns want with its limit set to n, or as it is if n is 0.
+func (d *kindDesc[S, C]) withLimit(want any, n int) C {
+	c := want.(C)
+	if n > 0 {
+		*d.limit(&c) = n
+	}
+	return c
+}
+
+func (d *kindDesc[S, C]) newBulkhead(name string, want any, limit int) (handle, error) {
+	return d.create(name, d.withLimit(want, limit))
+}
+
+// configurable is what both kinds of bulkhead offer for their Config C.
+type configurable[C any] interface {
+	Config() C
+	Reconfigure(C) error
+}
+
+// sync gives b the config want with the limit n (if not 0), and reports
+// whether that changed it.
+func (d *kindDesc[S, C]) sync(b handle, want any, n int) (bool, error) {
+	c, bc := d.withLimit(want, n), b.(configurable[C])
+	if c == bc.Config() {
+		return false, nil
+	}
+	err := bc.Reconfigure(c)
+	return err == nil, err
+}
+
+func (d *kindDesc[S, C]) statusOf(b handle) statusConfig {
+	return d.status(b.(configurable[C]).Config())
+}
+
 // instance resolves an instance's spec (listed or not) over its base.
 func (d *kindDesc[S, C]) instance(res resolved[S], s S) S {
 	b := d.base(s)
@@ -397,7 +461,7 @@ func (d *kindDesc[S, C]) instance(res resolved[S], s S) S {
 		b = defaultName
 	}
 	if base, ok := res[b]; ok {
-		return d.over(s, base)
+		return over(s, base)
 	}
 	return s
 }
@@ -407,29 +471,25 @@ func (d *kindDesc[S, C]) instance(res resolved[S], s S) S {
 // BaseConfig reference (unknown names and cycles are errors). The error
 // joins one [*ConfigError] per problem.
 func (c Config) Validate() error {
-	_, _, l := c.compile(goLocator{})
+	var l errList
+	c.compile(&l, goLocator{})
 	return errors.Join(l.errs...)
 }
 
-// compile validates c and resolves every shared configuration's chain.
-func (c Config) compile(loc locator) (resolved[SemaphoreSpec], resolved[PoolSpec], *errList) {
-	l := &errList{}
-	sem := semaphoreKind.compile(c, l, loc)
-	pl := poolKind.compile(c, l, loc)
-	return sem, pl, l
+// compile validates c into l and resolves every shared configuration's
+// chain.
+func (c Config) compile(l *errList, loc locator) *compiled {
+	return &compiled{sem: semaphoreKind.compile(c, l, loc), pool: poolKind.compile(c, l, loc)}
 }
 
 func (d *kindDesc[S, C]) compile(c Config, l *errList, loc locator) resolved[S] {
-	configs, instances := *d.ptr(&c, true), *d.ptr(&c, false)
 	for _, shared := range []bool{true, false} {
-		sec, m := section{d.kind, shared}, instances
-		if shared {
-			m = configs
-		}
+		m := *d.ptr(&c, shared)
 		for _, name := range sortedKeys(m) {
-			d.check(m[name], l, loc, sec, name)
+			d.check(m[name], l, loc, section{d.kind, shared}, name)
 		}
 	}
+	configs, instances := *d.ptr(&c, true), *d.ptr(&c, false)
 	names := sync.OnceValue(func() string { return known(configs) }) // once: it sorts
 	res := d.resolve(configs, names, l, loc)
 	sec := section{d.kind, false}
@@ -466,11 +526,8 @@ func (d *kindDesc[S, C]) check(s S, l *errList, loc locator, sec section, name s
 		l.add(line, path, "%s %q: a name must be valid UTF-8", sec, name)
 	}
 	for _, f := range d.fields {
-		if f.apply == nil {
-			continue
-		}
 		c := d.defaults()
-		if !f.apply(s, &c) {
+		if !apply(s, f.name, &c) {
 			continue
 		}
 		if err := d.validate(c); err != nil {
@@ -574,7 +631,7 @@ func (d *kindDesc[S, C]) resolve(configs map[string]S, names func() string, l *e
 			}
 			s := configs[name]
 			if b := baseOf(name); b != "" {
-				s = d.over(s, res[b])
+				s = over(s, res[b])
 			}
 			res[name] = s
 		}
@@ -582,14 +639,7 @@ func (d *kindDesc[S, C]) resolve(configs map[string]S, names func() string, l *e
 	return res
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func known[S any](configs map[string]S) string {
 	if len(configs) == 0 {

@@ -9,8 +9,6 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/adaptive"
-	"github.com/bulkhead-go/bulkhead/pool"
-	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 // The status document. Its JSON names are part of the API (documented in
@@ -123,16 +121,8 @@ func statusOf(e *entry) instanceStatus {
 			InFlight: s.InFlight, Waiting: s.Waiting, QueueDepth: s.QueueDepth, QueueCapacity: s.QueueCapacity,
 			Permitted: s.Permitted, Rejected: s.Rejected, Cancelled: s.Cancelled, Finished: s.Finished, Failed: s.Failed,
 		},
+		Config: e.ops.statusOf(e.b),
 		Events: []statusEvent{},
-	}
-	switch b := e.b.(type) {
-	case *semaphore.Bulkhead:
-		c := b.Config()
-		is.Config = statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}
-	case *pool.Bulkhead:
-		c := b.Config()
-		is.Config = statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
-			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
 	}
 	if ctl := e.control(); ctl != nil {
 		st := ctl.c.State()
@@ -171,7 +161,7 @@ func (r *Registry) Handler() http.Handler {
 		var es []*entry
 		if name := q.Get("name"); name != "" {
 			r.mu.Lock()
-			for _, k := range []bulkhead.Kind{bulkhead.Semaphore, bulkhead.Pool} {
+			for _, k := range kinds {
 				if e, ok := r.entries[key{k, name}]; ok && (q.Get("kind") == "" || q.Get("kind") == k.String()) {
 					es = append(es, e)
 				}

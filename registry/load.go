@@ -2,10 +2,12 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -46,13 +48,7 @@ const (
 // and merge keys may make it read a part again, but it reads at most one
 // key, value or list item per byte of input plus 10,000, and refuses a file
 // that would expand further.
-func Load(r io.Reader) (Config, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
-	if err != nil {
-		return Config{}, fmt.Errorf("registry: reading configuration: %w", err)
-	}
-	return load(data, "")
-}
+func Load(r io.Reader) (Config, error) { return load(r, "") }
 
 // LoadFile reads the YAML configuration in the named file, as [Load] does.
 func LoadFile(path string) (Config, error) {
@@ -61,11 +57,7 @@ func LoadFile(path string) (Config, error) {
 		return Config{}, fmt.Errorf("registry: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return Config{}, fmt.Errorf("registry: reading %s: %w", path, err)
-	}
-	return load(data, path)
+	return load(f, path)
 }
 
 type posKey struct {
@@ -86,7 +78,11 @@ type loader struct {
 	hint   string // a top-level key that looks like a misspelt resilience4j
 }
 
-func load(data []byte, file string) (Config, error) {
+func load(r io.Reader, file string) (Config, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("registry: reading %s: %w", cmp.Or(file, "configuration"), err)
+	}
 	if len(data) > maxFileSize {
 		return Config{}, &ConfigError{File: file, Msg: fmt.Sprintf("the configuration is larger than %d bytes", maxFileSize)}
 	}
@@ -111,12 +107,8 @@ func load(data []byte, file string) (Config, error) {
 		}
 		ld.l.add(0, "", "%s", msg)
 	}
-	_, _, cl := ld.cfg.compile(ld)
-	for _, e := range cl.errs {
-		c := e.(*ConfigError)
-		ld.l.add(c.Line, c.Path, "%s", c.Msg)
-	}
-	ld.cfg.Warnings = cl.warns
+	ld.cfg.compile(&ld.l, ld)
+	ld.cfg.Warnings = ld.l.warns
 	for _, e := range ld.l.errs {
 		e.(*ConfigError).File = file
 	}
@@ -134,15 +126,11 @@ func (ld *loader) locate(sec section, name, field string) (int, string, string) 
 	if block, _, ok := strings.Cut(field, "."); ok { // a key inside the adaptive block
 		return ld.locate(sec, name, block)
 	}
-	if p, ok := ld.pos[posKey{sec, name, ""}]; ok {
-		key := springKey(sec.kind, field)
-		if key == "" {
-			return p.line, p.path, ""
-		}
+	p := ld.pos[posKey{sec, name, ""}] // every entry Load read has one
+	if key := springKey(sec.kind, field); key != "" {
 		return p.line, p.path + "." + key, key
 	}
-	line, path, _ := goLocator{}.locate(sec, name, field)
-	return line, path, springKey(sec.kind, field)
+	return p.line, p.path, ""
 }
 
 // springKey is the Spring key of a Spec field, for messages.
@@ -374,37 +362,52 @@ func (d *kindDesc[S, C]) readEntries(ld *loader, n *yaml.Node, path string, shar
 func (d *kindDesc[S, C]) readSpec(ld *loader, n *yaml.Node, epath string, sec section, name string) S {
 	var s S
 	what := fmt.Sprintf("%s %q", sec, name)
-	seen := map[int]int{}
-	for _, p := range ld.pairs(n, epath, what) {
-		if ld.l.full() {
-			break
+	ld.fields(n, epath, what, "", d.validKeys, d.index, func(i int, key string, v *yaml.Node, path string) {
+		f := d.fields[i]
+		if f.name == "" {
+			return // accepted, no effect
 		}
-		nk := normalize(p.key)
-		i, ok := d.index[nk]
+		ld.pos[posKey{sec, name, f.name}] = posVal{line: v.Line, path: path, key: key}
+		val := &value{ld: ld, n: v, path: path, what: what, key: key, sec: sec, entry: name}
+		if fv := reflect.ValueOf(&s).Elem().FieldByName(f.name); f.name == "BaseConfig" {
+			fv.SetString(val.name())
+		} else {
+			val.into(fv, "")
+		}
+	})
+	return s
+}
+
+// fields reads the mapping n (of an entry, or of its block when block is
+// not ""), whose keys must be among keys (index maps each normalized key to
+// its field), each once: fn gets a key's field, the key and its value.
+func (ld *loader) fields(n *yaml.Node, path, what, block string, keys []string, index map[string]int, fn func(i int, key string, v *yaml.Node, path string)) {
+	in, prefix, mwhat := "", "", what
+	if block != "" {
+		in, prefix, mwhat = " in "+block, block+".", what+": "+block
+	}
+	seen := map[int]int{}
+	for _, p := range ld.pairs(n, path, mwhat) {
+		if ld.l.full() {
+			return
+		}
+		kpath, nk := path+"."+p.key, normalize(p.key)
+		i, ok := index[nk]
 		if !ok {
-			ld.l.add(p.k.Line, epath+"."+p.key, "%s: unknown key %q%s%s", what, p.key, origin(p), suggest(nk, d.validKeys))
+			ld.l.add(p.k.Line, kpath, "%s: unknown key %q%s%s%s", what, p.key, origin(p), in, suggest(nk, keys))
 			continue
 		}
 		if line, dup := seen[i]; dup {
 			if !p.merged {
-				ld.l.add(p.k.Line, epath+"."+p.key, "%s: %s is given twice (first at line %d)", what, p.key, line)
+				ld.l.add(p.k.Line, kpath, "%s: %s%s is given twice (first at line %d)", what, prefix, p.key, line)
 			}
 			continue
 		}
 		seen[i] = p.k.Line
-		f := d.fields[i]
-		if f.read == nil {
-			continue // accepted, no effect
+		if v := ld.deref(p.v, kpath); v != nil {
+			fn(i, p.key, v, kpath)
 		}
-		v := ld.deref(p.v, epath)
-		if v == nil {
-			continue
-		}
-		path := epath + "." + p.key
-		ld.pos[posKey{sec, name, f.name}] = posVal{line: v.Line, path: path, key: p.key}
-		f.read(&value{ld: ld, n: v, path: path, what: what, key: p.key, sec: sec, entry: name}, &s)
 	}
-	return s
 }
 
 // value is a field's YAML value, read with errors that name it.

@@ -54,20 +54,22 @@ func semSpec(n int, w time.Duration) SemaphoreSpec {
 // would give the named instance.
 func resolvedSem(t *testing.T, c Config, name string) (semaphore.Config, int) {
 	t.Helper()
-	sem, _, l := c.compile(goLocator{})
+	var l errList
+	res := c.compile(&l, goLocator{})
 	if len(l.errs) > 0 {
 		t.Fatal(errors.Join(l.errs...))
 	}
-	return semaphoreKind.build(semaphoreKind.instance(sem, c.Semaphores[name]))
+	return semaphoreKind.build(semaphoreKind.instance(res.sem, c.Semaphores[name]))
 }
 
 func resolvedPool(t *testing.T, c Config, name string) (pool.Config, int) {
 	t.Helper()
-	_, pl, l := c.compile(goLocator{})
+	var l errList
+	res := c.compile(&l, goLocator{})
 	if len(l.errs) > 0 {
 		t.Fatal(errors.Join(l.errs...))
 	}
-	return poolKind.build(poolKind.instance(pl, c.Pools[name]))
+	return poolKind.build(poolKind.instance(res.pool, c.Pools[name]))
 }
 
 func TestLoadSeedYAML(t *testing.T) {

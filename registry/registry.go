@@ -40,8 +40,7 @@ var ErrNotConfigured = errors.New("registry: no such bulkhead in the configurati
 type Registry struct {
 	mu         sync.Mutex
 	cfg        Config
-	sem        resolved[SemaphoreSpec]
-	pl         resolved[PoolSpec]
+	res        *compiled // cfg's shared configurations
 	entries    map[key]*entry
 	closed     bool
 	closeDone  chan struct{}
@@ -74,6 +73,7 @@ type handle interface {
 
 type entry struct {
 	key
+	ops   kindOps
 	b     handle
 	size  int                     // event buffer size from the config (r.mu)
 	ring  atomic.Pointer[ring]    // recent events, while recording
@@ -124,12 +124,13 @@ type EntryEvent struct {
 // New validates cfg and creates every instance it lists. On error nothing
 // is left running.
 func New(cfg Config) (*Registry, error) {
-	sem, pl, l := cfg.compile(goLocator{})
+	var l errList
+	res := cfg.compile(&l, goLocator{})
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)
 	}
-	r := &Registry{cfg: cfg, sem: sem, pl: pl, entries: map[key]*entry{}}
-	created, err := r.createListed(cfg, sem, pl)
+	r := &Registry{cfg: cfg, res: res, entries: map[key]*entry{}}
+	created, err := r.createListed(cfg, res)
 	if err != nil {
 		closeEntries(created)
 		return nil, err
@@ -144,23 +145,9 @@ func New(cfg Config) (*Registry, error) {
 // spec is what a configuration resolves for one bulkhead.
 type spec struct {
 	want     any              // semaphore.Config or pool.Config
+	limit    int              // want's MaxConcurrentCalls or MaxWorkers
 	size     int              // event buffer size
 	adaptive *adaptive.Config // nil: no controller
-}
-
-// limits resolves the config of the named bulkhead of kind k from cfg,
-// and reports whether cfg lists it.
-func limits(cfg Config, sem resolved[SemaphoreSpec], pl resolved[PoolSpec], k bulkhead.Kind, name string) (spec, bool) {
-	if k == bulkhead.Semaphore {
-		s, ok := cfg.Semaphores[name]
-		full := semaphoreKind.instance(sem, s)
-		c, size := semaphoreKind.build(full)
-		return spec{c, size, full.Adaptive}, ok
-	}
-	s, ok := cfg.Pools[name]
-	full := poolKind.instance(pl, s)
-	c, size := poolKind.build(full)
-	return spec{c, size, full.Adaptive}, ok
 }
 
 // newEntry makes a bulkhead from its spec, and its controller if the spec
@@ -171,30 +158,15 @@ func newEntry(k key, sp spec) (*entry, error) {
 	if err := checkName(k.name); err != nil {
 		return nil, err
 	}
-	e := &entry{key: k, size: sp.size}
+	e := &entry{key: k, ops: opsOf(k.kind), size: sp.size}
 	t := &target{cfg: sp.want}
 	var err error
 	if sp.adaptive != nil {
-		if t.ctl, err = newControl(e, *sp.adaptive, limitOf(sp.want)); err != nil {
-			return nil, fmt.Errorf("registry: %s %q: %w", k.kind, k.name, err)
-		}
+		t.ctl, err = newControl(e, *sp.adaptive, sp.limit)
 	}
-	e.target.Store(t)
-	var limit int
-	if t.ctl != nil {
-		limit = int(t.ctl.limit.Load())
-	}
-	switch c := withLimit(sp.want, limit).(type) {
-	case semaphore.Config:
-		var b *semaphore.Bulkhead
-		if b, err = semaphore.New(k.name, c); err == nil {
-			e.b = b
-		}
-	case pool.Config:
-		var b *pool.Bulkhead
-		if b, err = pool.New(k.name, c); err == nil {
-			e.b = b
-		}
+	if err == nil {
+		e.target.Store(t)
+		e.b, err = e.ops.newBulkhead(k.name, sp.want, t.limit())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("registry: %s %q: %w", k.kind, k.name, err)
@@ -205,31 +177,22 @@ func newEntry(k key, sp spec) (*entry, error) {
 // createListed creates the instances cfg lists that r does not hold yet,
 // without adding them to r. On error it returns what it created for the
 // caller to close (with closeEntries, after unlocking).
-func (r *Registry) createListed(cfg Config, sem resolved[SemaphoreSpec], pl resolved[PoolSpec]) ([]*entry, error) {
+func (r *Registry) createListed(cfg Config, res *compiled) ([]*entry, error) {
 	var created []*entry
-	for _, k := range r.listed(cfg) {
-		if _, ok := r.entries[k]; ok {
-			continue
+	for _, k := range kinds {
+		for _, name := range opsOf(k).names(cfg) {
+			if _, ok := r.entries[key{k, name}]; ok {
+				continue
+			}
+			sp, _ := opsOf(k).spec(cfg, res, name)
+			e, err := newEntry(key{k, name}, sp)
+			if err != nil {
+				return created, err
+			}
+			created = append(created, e)
 		}
-		sp, _ := limits(cfg, sem, pl, k.kind, k.name)
-		e, err := newEntry(k, sp)
-		if err != nil {
-			return created, err
-		}
-		created = append(created, e)
 	}
 	return created, nil
-}
-
-func (r *Registry) listed(cfg Config) []key {
-	var ks []key
-	for _, n := range sortedKeys(cfg.Semaphores) {
-		ks = append(ks, key{bulkhead.Semaphore, n})
-	}
-	for _, n := range sortedKeys(cfg.Pools) {
-		ks = append(ks, key{bulkhead.Pool, n})
-	}
-	return ks
 }
 
 // closeEntries closes the pools of entries that were never shared: they
@@ -280,8 +243,8 @@ func (r *Registry) enqueueLocked(t EntryEventType, e *entry) {
 // no lock held. If another goroutine is delivering already (perhaps the one
 // that called the subscriber that called us), it delivers ours too, after
 // those queued before them. If a subscriber panics or calls runtime.Goexit,
-// the events after the one it was given go back to the front of the queue,
-// for the next change's delivery, and the panic goes on.
+// the events after the one it was given stay queued, for the next change's
+// delivery, and the panic goes on.
 func (r *Registry) deliver() {
 	r.mu.Lock()
 	if r.delivering {
@@ -289,27 +252,22 @@ func (r *Registry) deliver() {
 		return
 	}
 	r.delivering = true
-	var evs []EntryEvent
-	i, normal := 0, false
+	normal := false
 	defer func() {
-		if normal {
-			return
+		if !normal {
+			r.mu.Lock()
+			r.delivering = false
+			r.mu.Unlock()
 		}
-		r.mu.Lock()
-		r.pending = append(slices.Clone(evs[i+1:]), r.pending...)
-		r.delivering = false
-		r.mu.Unlock()
 	}()
 	for len(r.pending) > 0 {
-		evs, r.pending = r.pending, nil
+		ev := r.pending[0]
+		r.pending = r.pending[1:]
 		r.mu.Unlock()
-		for i = 0; i < len(evs); i++ {
-			r.changes.Publish(evs[i])
-		}
-		i = len(evs) - 1
+		r.changes.Publish(ev)
 		r.mu.Lock()
 	}
-	r.delivering = false
+	r.pending, r.delivering = nil, false
 	r.mu.Unlock()
 	normal = true
 }
@@ -325,7 +283,7 @@ func (r *Registry) get(k bulkhead.Kind, name string) (*entry, error) {
 		r.mu.Unlock()
 		return e, nil
 	}
-	sp, listed := limits(r.cfg, r.sem, r.pl, k, name)
+	sp, listed := opsOf(k).spec(r.cfg, r.res, name)
 	if r.cfg.Strict && !listed {
 		r.mu.Unlock()
 		return nil, fmt.Errorf("registry: %s %q: %w", k, name, ErrNotConfigured)
@@ -453,7 +411,8 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 // Concurrent Reconfigure calls end with the limits of the configuration
 // installed last on every bulkhead. It never waits for calls in flight.
 func (r *Registry) Reconfigure(cfg Config) error {
-	sem, pl, l := cfg.compile(goLocator{})
+	var l errList
+	res := cfg.compile(&l, goLocator{})
 	if len(l.errs) > 0 {
 		return errors.Join(l.errs...)
 	}
@@ -470,7 +429,7 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 	plan := make([]change, 0, len(r.entries))
 	for _, e := range r.entries {
-		sp, _ := limits(cfg, sem, pl, e.kind, e.name)
+		sp, _ := e.ops.spec(cfg, res, e.name)
 		// The controller stays while its block does; a new or changed
 		// block starts a new one.
 		ctl := e.control()
@@ -479,7 +438,7 @@ func (r *Registry) Reconfigure(cfg Config) error {
 			ctl = nil
 		case ctl == nil || ctl.cfg != *sp.adaptive:
 			var err error
-			if ctl, err = newControl(e, *sp.adaptive, limitOf(sp.want)); err != nil {
+			if ctl, err = newControl(e, *sp.adaptive, sp.limit); err != nil {
 				r.mu.Unlock()
 				return fmt.Errorf("registry: %s %q: %w", e.kind, e.name, err)
 			}
@@ -487,7 +446,7 @@ func (r *Registry) Reconfigure(cfg Config) error {
 		plan = append(plan, change{e, sp.want, sp.size, ctl})
 	}
 	slices.SortFunc(plan, func(a, b change) int { return compareEntries(a.e, b.e) })
-	created, err := r.createListed(cfg, sem, pl)
+	created, err := r.createListed(cfg, res)
 	if err != nil {
 		r.mu.Unlock()
 		closeEntries(created)
@@ -495,7 +454,7 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 
 	// Nothing can fail from here on: switch.
-	r.cfg, r.sem, r.pl = cfg, sem, pl
+	r.cfg, r.res = cfg, res
 	for _, c := range plan {
 		old := c.e.target.Swap(&target{cfg: c.want, ctl: c.ctl}).ctl
 		if old != c.ctl {
@@ -513,9 +472,9 @@ func (r *Registry) Reconfigure(cfg Config) error {
 
 	var errs []error
 	for _, c := range plan {
-		changed, err := r.apply(c.e)
-		if err != nil {
-			errs = append(errs, err)
+		changed, err := c.e.sync()
+		if err != nil && !errors.Is(err, bulkhead.ErrClosed) { // closed: it runs nothing more
+			errs = append(errs, fmt.Errorf("registry: reconfigure: %s %q keeps its old limits: %w", c.e.kind, c.e.name, err))
 		}
 		if changed {
 			r.mu.Lock()
@@ -527,24 +486,6 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 	r.deliver()
 	return errors.Join(errs...)
-}
-
-// apply gives e's bulkhead the config the registry chose for it (and the
-// limit its controller chose, if it has one), with no lock held, and
-// reports whether it changed. If a concurrent Reconfigure chose another
-// meanwhile, it applies that too, so that the configuration installed last
-// wins whatever the order the calls finish in.
-func (r *Registry) apply(e *entry) (changed bool, err error) {
-	changed, err = e.sync()
-	if errors.Is(err, bulkhead.ErrClosed) {
-		// A pool closed by its user, or by Close meanwhile: it runs
-		// nothing more, so it has no limits to change.
-		err = nil
-	}
-	if err != nil {
-		err = fmt.Errorf("registry: reconfigure: %s %q keeps its old limits: %w", e.kind, e.name, err)
-	}
-	return changed, err
 }
 
 // resizeLocked gives e's event ring the new size, keeping the newest
@@ -601,9 +542,7 @@ func (r *Registry) Close(ctx context.Context) error {
 		done := r.closeDone
 		r.mu.Unlock()
 		select {
-		case <-done:
-			r.mu.Lock()
-			defer r.mu.Unlock()
+		case <-done: // closed after closeErr was set
 			return r.closeErr
 		case <-ctx.Done():
 			return ctx.Err()
