@@ -179,6 +179,9 @@ func (e *entry) setLimit(ctl *control, n int) error {
 // so that the bulkhead ends with the latest of both.
 func (e *entry) sync() (changed bool, err error) {
 	for {
+		if e.removed.Load() {
+			return changed, nil // the caller of Remove owns it now
+		}
 		t := e.target.Load()
 		limit := t.limit()
 		var c bool

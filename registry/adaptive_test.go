@@ -515,3 +515,32 @@ var (
 	_ = semaphore.Config{}
 	_ = pool.Config{}
 )
+
+// A controller's decision that was already under way when Remove returned
+// (its set function runs after it) must not change the bulkhead, which the
+// caller of Remove owns now.
+func TestAdaptiveLateDecisionAfterRemove(t *testing.T) {
+	r, err := New(mustLoad(t, dropYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	a, _ := r.Semaphore("a")
+	e := r.entries[key{bulkhead.Semaphore, "a"}]
+	ctl := e.control()
+	if ctl == nil {
+		t.Fatal("no controller attached")
+	}
+	if _, ok := r.Remove(bulkhead.Semaphore, "a"); !ok {
+		t.Fatal("Remove")
+	}
+	if err := a.Reconfigure(semaphore.Config{MaxConcurrentCalls: 7}); err != nil { // the owner's own choice
+		t.Fatal(err)
+	}
+	if err := e.setLimit(ctl, 3); err != nil { // the late decision
+		t.Fatal(err)
+	}
+	if got := a.Config().MaxConcurrentCalls; got != 7 {
+		t.Fatalf("a late controller decision after Remove changed the limit to %d, want the owner's 7", got)
+	}
+}

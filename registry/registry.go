@@ -84,6 +84,10 @@ type entry struct {
 	// adaptive controller. Reconfigure replaces it under r.mu and applies
 	// it with no lock held (see sync).
 	target atomic.Pointer[target]
+	// removed is set by Remove: the caller owns the bulkhead from then on,
+	// and neither a controller's late decision nor a Reconfigure that
+	// planned the entry before the Remove may change it (see sync).
+	removed atomic.Bool
 }
 
 // EntryEventType says what happened to a registry entry.
@@ -377,6 +381,7 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 				s.deleteSeriesLocked(e)
 			}
 		}
+		e.removed.Store(true)
 		e.control().detach()
 		r.enqueueLocked(EntryRemoved, e)
 	}
