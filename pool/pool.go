@@ -613,7 +613,7 @@ func (b *Bulkhead) run(n *node) (next *node) {
 }
 
 // finish accounts for a task that has run, picks the next waiting task for
-// this worker (unless n was helped, or leaving: this goroutine is ending),
+// this worker (unless leaving: this goroutine is ending),
 // completes n's future and publishes EventFinished. The accounting comes
 // first, so whoever sees the future done also sees the worker free. No
 // callback runs while this goroutine owes anything: if any will run, the
@@ -628,7 +628,10 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	b.running.remove(n)
 	n.state = stDone
 	b.active--
-	if !n.helped && b.active < b.maxWorkers {
+	if n.helpedBy != nil {
+		helpEndedLocked(n)
+	}
+	if b.active < b.maxWorkers {
 		if next = b.popLocked(); next != nil {
 			b.startLocked(next)
 		}
@@ -657,24 +660,50 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	return next
 }
 
-// help runs n, a task of b still in the queue whose future a task running
-// on b (by) waits for, on by's goroutine: by's worker is blocked anyway, so
-// the limit on running tasks still holds. n is permitted, runs and finishes
-// like any task, and counts in InFlight beside by while it runs.
-func (b *Bulkhead) help(by, n *node) bool {
+// help starts n, a task of b still in the queue whose future a task running
+// on b (by) waits for, on a worker of its own, ahead of the queue: by is
+// blocked waiting for it, so by lends n its slot, and n counts in InFlight
+// beside by while it runs. n is permitted, runs and finishes like any task
+// on a worker (its panics, runtime.Goexit and callbacks stay on its own
+// goroutine). A task lends its slot to one task at a time: while a task
+// started by its help runs, help starts nothing more for it and returns a
+// channel that is closed when that task finishes, for the waiter to try
+// again then. It returns nil once it has started n, or if n is not queued
+// or by not running.
+func (b *Bulkhead) help(by, n *node) <-chan struct{} {
 	b.mu.Lock()
 	if n.state != stQueued || by.state != stRunning {
 		b.mu.Unlock()
-		return false
+		return nil
+	}
+	if by.helping {
+		if by.helpFree == nil {
+			by.helpFree = make(chan struct{})
+		}
+		c := by.helpFree
+		b.mu.Unlock()
+		return c
 	}
 	b.unqueueLocked(n)
 	b.refillLocked()
-	n.helped = true
+	by.helping = true
+	n.helpedBy = by
 	b.startLocked(n)
 	b.mu.Unlock()
-	b.workers.Add(1) // as if on a worker of its own
-	b.work(n)
-	return true
+	b.invoke(n)
+	return nil
+}
+
+// helpEndedLocked frees the slot that n, a task started by help, was lent.
+// b.mu must be held.
+func helpEndedLocked(n *node) {
+	by := n.helpedBy
+	n.helpedBy = nil
+	by.helping = false
+	if by.helpFree != nil {
+		close(by.helpFree)
+		by.helpFree = nil
+	}
 }
 
 // cancel ends n because its future was cancelled or its submitter's context
