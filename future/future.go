@@ -109,8 +109,8 @@ func (f *Future[T]) usable(name string) {
 // (or on a [Then] future of one), Wait starts that task at once in the
 // waiting task's slot, ahead of the queue, instead of waiting for a free
 // worker, so that tasks waiting on their own pool cannot deadlock it. A
-// task lends its slot to one task at a time: see the pool package's
-// "Waiting inside a task".
+// task lends its slot to one task at a time, and a Wait given any other
+// context does not help: see the pool package's "Waiting inside a task".
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	if ctx == nil || f == nil {
 		f.usable("Wait")
@@ -498,7 +498,9 @@ func (e *TaskError) Unwrap() error { return e.Err }
 // succeeded (the zero value for the rest). If ctx ends first, it returns
 // ctx.Err() itself, with the values so far, and cancels nothing. All starts
 // no goroutine: it hooks each pending future, wakes once, and takes its
-// hooks off before it returns.
+// hooks off before it returns. Given a pool task's context, it starts the
+// queued tasks of that pool among fs as [Future.Wait] does, one at a time
+// in argument order; so do Settle and First.
 func All[T any](ctx context.Context, fs ...*Future[T]) ([]T, error) {
 	i, err := await(ctx, "All", fs, waitAll)
 	out := make([]T, len(fs))
@@ -649,7 +651,11 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 		select {
 		case <-w.wake:
 		case <-busy:
-			continue
+			select {
+			case <-w.wake: // decided meanwhile: start nothing more
+			default:
+				continue
+			}
 		case <-ctx.Done():
 			select {
 			case <-w.wake: // both ready: the result wins, as in Wait

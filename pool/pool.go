@@ -174,8 +174,8 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 //
 // Waiting on the future of a task of the same pool from inside a task (with
 // the task's context) never deadlocks the pool: if that task is still
-// queued, the waiting task runs it on its own worker (see
-// [future.Future.Wait]).
+// queued, it starts at once in the waiting task's slot (see "Waiting inside
+// a task" in the package documentation).
 func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Submit", ctx, b)
@@ -849,8 +849,9 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 // Stats returns a snapshot of the Bulkhead's state and counters. All fields
 // but Rejected are read together, under the lock that guards them, so
 // Permitted - Finished == InFlight in every snapshot. InFlight may exceed
-// MaxWorkers after Reconfigure lowered it, and by the tasks that tasks
-// waiting for them run on their own workers (see [future.Future.Wait]).
+// MaxWorkers after Reconfigure lowered it, and by the tasks started in the
+// slots of tasks that wait for them (see "Waiting inside a task" in the
+// package documentation).
 func (b *Bulkhead) Stats() bulkhead.Stats {
 	b.mu.Lock()
 	active, queued, waiting, maxWorkers, queueCap := b.active, b.queued, b.nwaiting, b.maxWorkers, b.queueCap
