@@ -309,3 +309,72 @@ func TestHelpedTaskCallbackRunsOnItsWorker(t *testing.T) {
 		t.Fatalf("Stats %+v", s)
 	}
 }
+
+// Many tasks on a small pool fan out to it and gather, from their own
+// goroutine and from goroutines they start, while children panic, call
+// runtime.Goexit, fail or are cancelled: every task completes, and the
+// counters stay exact.
+func TestHelpUnderMixedOutcomes(t *testing.T) {
+	b := newPool(t, pool.Config{MaxWorkers: 2, QueueCapacity: 64})
+	const parents, children = 16, 4
+	child := func(i int) func(context.Context) (int, error) {
+		return func(ctx context.Context) (int, error) {
+			switch i % 5 {
+			case 1:
+				panic("child")
+			case 2:
+				runtime.Goexit()
+			case 3:
+				return 0, errors.New("child failed")
+			}
+			return 1, nil
+		}
+	}
+	var fs []*future.Future[int]
+	for p := range parents {
+		f, err := pool.SubmitWait(guardCtx(t), b, func(ctx context.Context) (int, error) {
+			var cs []*future.Future[int]
+			for i := range children {
+				c, err := pool.SubmitWait(ctx, b, child(p+i))
+				if err != nil {
+					return 0, err
+				}
+				cs = append(cs, c)
+			}
+			if p%4 == 0 {
+				cs[children-1].Cancel()
+			}
+			switch p % 3 {
+			case 0:
+				future.Settle(ctx, cs...)
+			case 1:
+				var wg sync.WaitGroup
+				for _, c := range cs {
+					wg.Go(func() { c.Wait(ctx) })
+				}
+				wg.Wait()
+			default:
+				for _, c := range cs {
+					c.Wait(ctx)
+				}
+			}
+			for _, c := range cs {
+				if _, err := c.Result(); err == future.ErrNotDone {
+					return 0, errors.New("a child is not done")
+				}
+			}
+			return 1, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, f)
+	}
+	if _, errs := future.Settle(guardCtx(t), fs...); errors.Join(errs...) != nil {
+		t.Fatal(errors.Join(errs...))
+	}
+	s := atRest(t, b)
+	if total := uint64(parents * (children + 1)); s.Permitted+s.Cancelled != total || s.Rejected != 0 {
+		t.Fatalf("Stats %+v, want %d permitted or cancelled", s, total)
+	}
+}
