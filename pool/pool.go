@@ -68,6 +68,7 @@ type Bulkhead struct {
 	watches                                map[<-chan struct{}]*watch
 	closing                                bool
 	releasing                              bool          // the release goroutine has started
+	helpFree                               chan struct{} // closed when a lent slot is given back, if a wait wants one (see help)
 	released                               chan struct{} // closed when no worker of the bulkhead is left
 }
 
@@ -629,7 +630,7 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	n.state = stDone
 	b.active--
 	if n.helpedBy != nil {
-		helpEndedLocked(n)
+		b.helpEndedLocked(n)
 	}
 	if b.active < b.maxWorkers {
 		if next = b.popLocked(); next != nil {
@@ -667,8 +668,8 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 // on a worker (its panics, runtime.Goexit and callbacks stay on its own
 // goroutine). A task lends its slot to one task at a time: while a task
 // started by its help runs, help starts nothing more for it and returns a
-// channel that is closed when that task finishes, for the waiter to try
-// again then. It returns nil once it has started n, or if n is not queued
+// channel that is closed when a lent slot of b is given back, for the
+// waiter to try again then. It returns nil once it has started n, or if n is not queued
 // or by not running.
 func (b *Bulkhead) help(by, n *node) <-chan struct{} {
 	b.mu.Lock()
@@ -677,10 +678,12 @@ func (b *Bulkhead) help(by, n *node) <-chan struct{} {
 		return nil
 	}
 	if by.helping {
-		if by.helpFree == nil {
-			by.helpFree = make(chan struct{})
+		// One channel for the whole pool: a wait woken by the end of
+		// another task's loan only tries again.
+		if b.helpFree == nil {
+			b.helpFree = make(chan struct{})
 		}
-		c := by.helpFree
+		c := b.helpFree
 		b.mu.Unlock()
 		return c
 	}
@@ -694,15 +697,14 @@ func (b *Bulkhead) help(by, n *node) <-chan struct{} {
 	return nil
 }
 
-// helpEndedLocked frees the slot that n, a task started by help, was lent.
-// b.mu must be held.
-func helpEndedLocked(n *node) {
-	by := n.helpedBy
+// helpEndedLocked gives back the slot that n, a task started by help, was
+// lent. b.mu must be held.
+func (b *Bulkhead) helpEndedLocked(n *node) {
+	n.helpedBy.helping = false
 	n.helpedBy = nil
-	by.helping = false
-	if by.helpFree != nil {
-		close(by.helpFree)
-		by.helpFree = nil
+	if b.helpFree != nil {
+		close(b.helpFree)
+		b.helpFree = nil
 	}
 }
 

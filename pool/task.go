@@ -47,12 +47,11 @@ type node struct {
 	deadline   int64 // from now(): when QueueTimeout drops it from the queue; 0 = never
 	queuedAt   int64 // from now(); set only while someone is subscribed
 	state      nodeState
-	helpedBy   *node         // the task whose Wait started this one (see Bulkhead.help), until it finishes
-	helping    bool          // a task this one waits for was started by its Wait and still runs
-	helpFree   chan struct{} // made by a Wait that found helping set; closed when that help ends
+	helping    bool          // a task this one waits for was started in its slot and still runs
 	refused    bool          // SubmitWait: Close refused it while it waited; set before ready closes
 	ready      chan struct{} // SubmitWait: closed once the task is admitted or refused
 	handoff    *node         // the next task this worker owes, while its future completes
+	helpedBy   *node         // the task whose wait started this one in its slot, until it finishes
 	w          *watch        // the shared watch on the submitter's context, while queued
 	wprev      *node
 	wnext      *node
