@@ -642,7 +642,8 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 	h, _ := ctx.Value(join.Key).(join.Helper)
 	for next := 0; ; {
 		var busy <-chan struct{}
-		for ; h != nil && next < len(fs) && busy == nil; next++ {
+		// Once decided (First's winner, All's failure), start nothing more.
+		for ; h != nil && next < len(fs) && busy == nil && w.first.Load() == 0; next++ {
 			busy = helpRun(h, fs[next])
 		}
 		if busy != nil {
