@@ -613,9 +613,10 @@ func (b *Bulkhead) run(n *node) (next *node) {
 	return b.finish(n, start, false)
 }
 
-// finish accounts for a task that has run, picks the next waiting task for
-// this worker (unless leaving: this goroutine is ending),
-// completes n's future and publishes EventFinished. The accounting comes
+// finish accounts for a task that has run (giving back the slot it was lent,
+// if help started it), picks the next waiting task for this worker (unless
+// leaving: this goroutine is ending), completes n's future and publishes
+// EventFinished. The accounting comes
 // first, so whoever sees the future done also sees the worker free. No
 // callback runs while this goroutine owes anything: if any will run, the
 // next task goes to another worker first.
@@ -663,14 +664,15 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 
 // help starts n, a task of b still in the queue whose future a task running
 // on b (by) waits for, on a worker of its own, ahead of the queue: by is
-// blocked waiting for it, so by lends n its slot, and n counts in InFlight
-// beside by while it runs. n is permitted, runs and finishes like any task
-// on a worker (its panics, runtime.Goexit and callbacks stay on its own
-// goroutine). A task lends its slot to one task at a time: while a task
-// started by its help runs, help starts nothing more for it and returns a
-// channel that is closed when a lent slot of b is given back, for the
-// waiter to try again then. It returns nil once it has started n, or if n is not queued
-// or by not running.
+// blocked waiting for it (unless the wait is on another goroutine of by's:
+// see the package documentation), so by lends n its slot, and n counts in
+// InFlight beside by while it runs. n is permitted, runs and finishes like
+// any task on a worker (its panics, runtime.Goexit and callbacks stay on
+// its own goroutine). A task lends its slot to one task at a time: while a
+// task started in its slot runs, help starts nothing more for it and
+// returns a channel that is closed when a lent slot of b is given back, for
+// the waiter to try again then. It returns nil once it has started n, or if
+// n is not queued or by not running.
 func (b *Bulkhead) help(by, n *node) <-chan struct{} {
 	b.mu.Lock()
 	if n.state != stQueued || by.state != stRunning {
