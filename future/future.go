@@ -105,9 +105,12 @@ func (f *Future[T]) usable(name string) {
 // allocate (see [Future.Done] for the one channel a future may make).
 //
 // Called from inside a pool task, with the task's context (or one derived
-// from it), on the future of a task of the same pool that is still queued,
-// Wait runs that task itself on the waiting task's worker instead of
-// blocking, so that tasks waiting on their own pool cannot deadlock it.
+// from it), on the future of a task of the same pool that is still queued
+// (or on a [Then] future of one), Wait starts that task at once in the
+// waiting task's slot, ahead of the queue, instead of waiting for a free
+// worker, so that tasks waiting on their own pool cannot deadlock it. A
+// task lends its slot to one task at a time, and a Wait given any other
+// context does not help: see the pool package's "Waiting inside a task".
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	if ctx == nil || f == nil {
 		f.usable("Wait")
@@ -117,14 +120,22 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 		return f.val, f.err
 	}
 	f.usable("Wait")
-	if h, ok := ctx.Value(join.Key).(join.Helper); ok && f.acquire() {
-		h.Help(f.canceler)
-		f.release()
-		if f.isComplete() {
-			return f.val, f.err
+	cdone := ctx.Done()
+	if h, ok := ctx.Value(join.Key).(join.Helper); ok {
+		for busy := helpRun(h, f); busy != nil; busy = helpRun(h, f) {
+			select {
+			case <-busy: // the task's slot is free again: try again
+			case <-f.Done():
+				return f.val, f.err
+			case <-cdone:
+				if f.isComplete() {
+					return f.val, f.err
+				}
+				var zero T
+				return zero, ctx.Err()
+			}
 		}
 	}
-	cdone := ctx.Done()
 	if cdone == nil { // ctx cannot end: no channel, no select
 		f.wg.Wait()
 		return f.val, f.err
@@ -218,6 +229,41 @@ func (f *Future[T]) release() {
 	if f.state.Add(^uint32(oneUser-1)) == complete {
 		f.dropCanceler()
 	}
+}
+
+// helpable is a future that a wait inside a pool task may help: see
+// [Future.Wait].
+type helpable interface {
+	// helpStep hands a pending future's canceler to h.Help and returns what
+	// Help returned, or, for a future made by Then, returns its source.
+	helpStep(h join.Helper) (busy <-chan struct{}, src helpable)
+}
+
+// deriver is the canceler of a future made by Then.
+type deriver interface{ source() helpable }
+
+func (f *Future[T]) helpStep(h join.Helper) (<-chan struct{}, helpable) {
+	if !f.acquire() {
+		return nil, nil
+	}
+	defer f.release()
+	if d, ok := f.canceler.(deriver); ok {
+		return nil, d.source()
+	}
+	return h.Help(f.canceler), nil
+}
+
+// helpRun asks h to start the pool task behind f (following a chain of
+// Then stages to its source), and returns nil, or the channel to wait on
+// before asking again (h's slot is lent to another task meanwhile).
+func helpRun(h join.Helper, f helpable) <-chan struct{} {
+	for f != nil {
+		var busy <-chan struct{}
+		if busy, f = f.helpStep(h); busy != nil {
+			return busy
+		}
+	}
+	return nil
 }
 
 // dropper is a Canceler that holds more than it needs once its future is
@@ -452,7 +498,9 @@ func (e *TaskError) Unwrap() error { return e.Err }
 // succeeded (the zero value for the rest). If ctx ends first, it returns
 // ctx.Err() itself, with the values so far, and cancels nothing. All starts
 // no goroutine: it hooks each pending future, wakes once, and takes its
-// hooks off before it returns.
+// hooks off before it returns. Given a pool task's context, it starts the
+// queued tasks of that pool among fs as [Future.Wait] does, one at a time
+// in argument order; so do Settle and First.
 func All[T any](ctx context.Context, fs ...*Future[T]) ([]T, error) {
 	i, err := await(ctx, "All", fs, waitAll)
 	out := make([]T, len(fs))
@@ -587,15 +635,37 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 	if mode != waitFirst && w.left.Add(-1) == 0 {
 		w.wake <- struct{}{}
 	}
-	select {
-	case <-w.wake:
-	case <-ctx.Done():
-		select {
-		case <-w.wake: // both ready: the result wins, as in Wait
-		default:
-			unhook()
-			return 0, ctx.Err()
+	// Inside a pool task, start the queued tasks of its pool among fs, in
+	// order, one at a time in the task's slot (see Future.Wait). A future
+	// that needs no help now never will: a pool's future is queued or
+	// running when its submitter gets it.
+	h, _ := ctx.Value(join.Key).(join.Helper)
+	for next := 0; ; {
+		var busy <-chan struct{}
+		// Once decided (First's winner, All's failure), start nothing more.
+		for ; h != nil && next < len(fs) && busy == nil && w.first.Load() == 0; next++ {
+			busy = helpRun(h, fs[next])
 		}
+		if busy != nil {
+			next-- // ask again for the same future
+		}
+		select {
+		case <-w.wake:
+		case <-busy:
+			select {
+			case <-w.wake: // decided meanwhile: start nothing more
+			default:
+				continue
+			}
+		case <-ctx.Done():
+			select {
+			case <-w.wake: // both ready: the result wins, as in Wait
+			default:
+				unhook()
+				return 0, ctx.Err()
+			}
+		}
+		break
 	}
 	unhook()
 	if i := w.first.Load(); i > 0 {
@@ -676,6 +746,9 @@ func (t *then[T, U]) Cancel() {
 
 // drop forgets fn (and what it captured) once the new future is complete.
 func (t *then[T, U]) drop() { t.fn = nil }
+
+// source is the future t derives from, for a Wait that helps: see helpRun.
+func (t *then[T, U]) source() helpable { return t.src }
 
 // fire runs the stage. It holds the new future's canceler (t itself) while
 // it uses fn, so that completion cannot drop fn under it.

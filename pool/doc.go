@@ -46,12 +46,30 @@
 // that must outlive a request (an email sent after the response) is
 // submitted with context.WithoutCancel(r.Context()).
 //
-// A task that submits to its own pool and waits for the result cannot
-// deadlock the pool: [future.Future.Wait], given the task's context, runs
-// the awaited task itself on the waiting task's worker if it is still
-// queued (the way Java's ForkJoinPool helps instead of blocking). The
-// helped task is permitted, runs and finishes like any other, and counts in
-// InFlight beside the task that waits for it.
+// # Waiting inside a task
+//
+// A task that submits to its own pool and waits for the results, with its
+// own context (or one derived from it), cannot deadlock the pool:
+// [future.Future.Wait] (also on a [future.Then] future of such a task),
+// [future.All], [future.Settle] and [future.First], given the task's
+// context, start an awaited task that is still queued in the same pool at
+// once, ahead of the queue, in the waiting task's slot (the way Java's
+// ForkJoinPool helps instead of blocking). The helped task runs on a worker
+// of its own, exactly as any task does (its panic, runtime.Goexit and
+// callbacks stay on that worker); it is permitted and finishes like any
+// other, and counts in InFlight beside the task that waits for it. A task
+// lends its slot to one task at a time: a gather of several queued tasks
+// starts them one after the other.
+//
+// Helping assumes that the task's own goroutine waits, blocked, so that no
+// more tasks execute at once than MaxWorkers. A Wait from another goroutine
+// that the task started, given the task's context, helps too (Go cannot
+// tell the goroutines apart), while the task itself may keep running: then
+// one task more than MaxWorkers runs, for each task doing so, and the other
+// waits from that task's goroutines wait for its slot and start their tasks
+// in turn. A wait given a context not derived from the task's
+// (context.Background(), a request's context) does not help, and can still
+// deadlock a pool whose every worker waits that way.
 //
 // The workers are goroutines of an [github.com/panjf2000/ants/v2] pool that
 // the Bulkhead owns; the queue and the accounting are the Bulkhead's own.

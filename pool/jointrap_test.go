@@ -82,10 +82,10 @@ func TestJoinTrapSubmitThenWaitHoldsTheCaller(t *testing.T) {
 // The join trap, face 2, used to deadlock: a task that submits to its own
 // saturated pool and waits for the result waited for a worker that only it
 // could free. Now Wait, given the task's context, sees that the task it
-// waits for is still queued in the same pool and runs it itself, on its own
-// worker. A chain of nested submit-and-wait, depth levels deep, completes
-// on a pool of one worker, every level on that one goroutine, and the
-// counters and events count each level once.
+// waits for is still queued in the same pool and starts it at once in its
+// own slot. A chain of nested submit-and-wait, depth levels deep, completes
+// on a pool of one worker, with one level executing at a time (each waits
+// for the next), and the counters and events count each level once.
 func TestNestedSubmitAndWaitHelps(t *testing.T) {
 	const depth = 200
 	b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1})
@@ -98,14 +98,17 @@ func TestNestedSubmitAndWaitHelps(t *testing.T) {
 			finished.Add(1)
 		}
 	})
-	var worker atomic.Uint64
-	var elsewhere atomic.Int32
+	var executing, maxExecuting atomic.Int64 // levels not blocked in Wait
+	enter := func() {
+		if c := executing.Add(1); c > maxExecuting.Load() {
+			maxExecuting.Store(c)
+		}
+	}
 	var peak atomic.Int64
 	var level func(ctx context.Context, d int) (int, error)
 	level = func(ctx context.Context, d int) (int, error) {
-		if g := goid(); !worker.CompareAndSwap(0, g) && worker.Load() != g {
-			elsewhere.Add(1)
-		}
+		enter()
+		defer executing.Add(-1)
 		if s := b.Stats(); int64(s.InFlight) > peak.Load() {
 			peak.Store(int64(s.InFlight))
 			if s.Permitted-s.Finished != uint64(s.InFlight) {
@@ -119,15 +122,18 @@ func TestNestedSubmitAndWaitHelps(t *testing.T) {
 		if err != nil {
 			return 0, err
 		}
-		return f.Wait(ctx) // no deadline: before helping, this never returned
+		executing.Add(-1)
+		v, err := f.Wait(ctx) // no deadline: before helping, this never returned
+		enter()
+		return v, err
 	}
 	f := mustSubmit(t, b, func(ctx context.Context) (int, error) { return level(ctx, 1) })
 	v, err := f.Wait(guardCtx(t))
 	if v != depth || err != nil {
 		t.Fatalf("outer = %d, %v; want %d", v, err, depth)
 	}
-	if elsewhere.Load() != 0 {
-		t.Fatalf("%d levels ran on another goroutine than the one worker", elsewhere.Load())
+	if m := maxExecuting.Load(); m != 1 {
+		t.Fatalf("%d levels executed at once on a pool of one worker, want 1", m)
 	}
 	s := atRest(t, b)
 	if s.Permitted != depth || s.Finished != depth || s.Failed != 0 || s.Cancelled != 0 || s.Rejected != 0 {

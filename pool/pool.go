@@ -68,6 +68,7 @@ type Bulkhead struct {
 	watches                                map[<-chan struct{}]*watch
 	closing                                bool
 	releasing                              bool          // the release goroutine has started
+	helpFree                               chan struct{} // closed when a lent slot is given back, if a wait wants one (see help)
 	released                               chan struct{} // closed when no worker of the bulkhead is left
 }
 
@@ -174,8 +175,8 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 //
 // Waiting on the future of a task of the same pool from inside a task (with
 // the task's context) never deadlocks the pool: if that task is still
-// queued, the waiting task runs it on its own worker (see
-// [future.Future.Wait]).
+// queued, it starts at once in the waiting task's slot (see "Waiting inside
+// a task" in the package documentation).
 func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Submit", ctx, b)
@@ -612,9 +613,10 @@ func (b *Bulkhead) run(n *node) (next *node) {
 	return b.finish(n, start, false)
 }
 
-// finish accounts for a task that has run, picks the next waiting task for
-// this worker (unless n was helped, or leaving: this goroutine is ending),
-// completes n's future and publishes EventFinished. The accounting comes
+// finish accounts for a task that has run (giving back the slot it was lent,
+// if help started it), picks the next waiting task for this worker (unless
+// leaving: this goroutine is ending), completes n's future and publishes
+// EventFinished. The accounting comes
 // first, so whoever sees the future done also sees the worker free. No
 // callback runs while this goroutine owes anything: if any will run, the
 // next task goes to another worker first.
@@ -628,7 +630,10 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	b.running.remove(n)
 	n.state = stDone
 	b.active--
-	if !n.helped && b.active < b.maxWorkers {
+	if n.helpedBy != nil {
+		b.helpEndedLocked(n)
+	}
+	if b.active < b.maxWorkers {
 		if next = b.popLocked(); next != nil {
 			b.startLocked(next)
 		}
@@ -657,24 +662,52 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	return next
 }
 
-// help runs n, a task of b still in the queue whose future a task running
-// on b (by) waits for, on by's goroutine: by's worker is blocked anyway, so
-// the limit on running tasks still holds. n is permitted, runs and finishes
-// like any task, and counts in InFlight beside by while it runs.
-func (b *Bulkhead) help(by, n *node) bool {
+// help starts n, a task of b still in the queue whose future a task running
+// on b (by) waits for, on a worker of its own, ahead of the queue: by is
+// blocked waiting for it (unless the wait is on another goroutine of by's:
+// see the package documentation), so by lends n its slot, and n counts in
+// InFlight beside by while it runs. n is permitted, runs and finishes like
+// any task on a worker (its panics, runtime.Goexit and callbacks stay on
+// its own goroutine). A task lends its slot to one task at a time: while a
+// task started in its slot runs, help starts nothing more for it and
+// returns a channel that is closed when a lent slot of b is given back, for
+// the waiter to try again then. It returns nil once it has started n, or if
+// n is not queued or by not running.
+func (b *Bulkhead) help(by, n *node) <-chan struct{} {
 	b.mu.Lock()
 	if n.state != stQueued || by.state != stRunning {
 		b.mu.Unlock()
-		return false
+		return nil
+	}
+	if by.helping {
+		// One channel for the whole pool: a wait woken by the end of
+		// another task's loan only tries again.
+		if b.helpFree == nil {
+			b.helpFree = make(chan struct{})
+		}
+		c := b.helpFree
+		b.mu.Unlock()
+		return c
 	}
 	b.unqueueLocked(n)
 	b.refillLocked()
-	n.helped = true
+	by.helping = true
+	n.helpedBy = by
 	b.startLocked(n)
 	b.mu.Unlock()
-	b.workers.Add(1) // as if on a worker of its own
-	b.work(n)
-	return true
+	b.invoke(n)
+	return nil
+}
+
+// helpEndedLocked gives back the slot that n, a task started by help, was
+// lent. b.mu must be held.
+func (b *Bulkhead) helpEndedLocked(n *node) {
+	n.helpedBy.helping = false
+	n.helpedBy = nil
+	if b.helpFree != nil {
+		close(b.helpFree)
+		b.helpFree = nil
+	}
 }
 
 // cancel ends n because its future was cancelled or its submitter's context
@@ -820,8 +853,9 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 // Stats returns a snapshot of the Bulkhead's state and counters. All fields
 // but Rejected are read together, under the lock that guards them, so
 // Permitted - Finished == InFlight in every snapshot. InFlight may exceed
-// MaxWorkers after Reconfigure lowered it, and by the tasks that tasks
-// waiting for them run on their own workers (see [future.Future.Wait]).
+// MaxWorkers after Reconfigure lowered it, and by the tasks started in the
+// slots of tasks that wait for them (see "Waiting inside a task" in the
+// package documentation).
 func (b *Bulkhead) Stats() bulkhead.Stats {
 	b.mu.Lock()
 	active, queued, waiting, maxWorkers, queueCap := b.active, b.queued, b.nwaiting, b.maxWorkers, b.queueCap

@@ -47,10 +47,11 @@ type node struct {
 	deadline   int64 // from now(): when QueueTimeout drops it from the queue; 0 = never
 	queuedAt   int64 // from now(); set only while someone is subscribed
 	state      nodeState
-	helped     bool          // run by a task of the same pool that waits for it (Help)
+	helping    bool          // a task this one waits for was started in its slot and still runs
 	refused    bool          // SubmitWait: Close refused it while it waited; set before ready closes
 	ready      chan struct{} // SubmitWait: closed once the task is admitted or refused
 	handoff    *node         // the next task this worker owes, while its future completes
+	helpedBy   *node         // the task whose wait started this one in its slot, until it finishes
 	w          *watch        // the shared watch on the submitter's context, while queued
 	wprev      *node
 	wnext      *node
@@ -71,13 +72,13 @@ func (n *node) BeforeCallbacks() {
 	}
 }
 
-// Help is what [future.Future.Wait] calls when it is given n's context (or
-// one derived from it) and the future of target is pending: see
-// Bulkhead.help.
-func (n *node) Help(target any) bool {
+// Help is what [future.Future.Wait] and the gathering functions call when
+// they are given n's context (or one derived from it) and the future of
+// target is pending: see Bulkhead.help.
+func (n *node) Help(target any) <-chan struct{} {
 	t, ok := target.(*node)
 	if !ok || t.b != n.b {
-		return false
+		return nil
 	}
 	return n.b.help(n, t)
 }

@@ -1,6 +1,6 @@
 // Package join connects the future package to the pool bulkhead, which
 // future cannot import, without exported API of either: how a Wait inside a
-// pool task helps run the task it waits for, and how a pool worker learns
+// pool task starts the queued task it waits for, and how a pool worker learns
 // that a future's callbacks are about to run on it.
 package join
 
@@ -12,11 +12,14 @@ var Key key
 
 // Helper is what a pool task's context holds under [Key].
 type Helper interface {
-	// Help runs the task behind target (a future's Canceler) on the calling
-	// goroutine, if it is a task of the helper's own pool still waiting in
-	// its queue, and reports whether it did. The future is complete when Help
-	// returns true.
-	Help(target any) bool
+	// Help starts the task behind target (a future's Canceler) at once, on
+	// a worker of its own and in the helper's slot, if it is a task of the
+	// helper's own pool still waiting in its queue; it does not wait for
+	// it. If the helper's slot is lent to another task already, Help
+	// starts nothing and returns a channel that is closed once it is free
+	// again, for the caller to try again then (if the future is still
+	// pending); otherwise it returns nil.
+	Help(target any) <-chan struct{}
 }
 
 // Owner is implemented by a future's Canceler that must act before the
