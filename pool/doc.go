@@ -69,7 +69,11 @@
 // waits from that task's goroutines wait for its slot and start their tasks
 // in turn. A wait given a context not derived from the task's
 // (context.Background(), a request's context) does not help, and can still
-// deadlock a pool whose every worker waits that way.
+// deadlock a pool whose every worker waits that way. So can a helped task
+// that waits with the context of the task that started it (a context
+// captured from the enclosing function instead of its own): its waits
+// count against the slot it was lent, which is busy with itself. Wait with
+// the ctx your function was given.
 //
 // The workers are goroutines of an [github.com/panjf2000/ants/v2] pool that
 // the Bulkhead owns; the queue and the accounting are the Bulkhead's own.

@@ -631,7 +631,14 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	n.state = stDone
 	b.active--
 	if n.helpedBy != nil {
-		b.helpEndedLocked(n)
+		// The waits that want the slot back are woken only once n's
+		// future has completed (and its callbacks, an All's or a First's
+		// hook among them, have run), so that a gather decided by n starts
+		// nothing more in the slot. Deferred, so that a callback that
+		// panics or calls runtime.Goexit wakes them all the same.
+		if freed := b.helpEndedLocked(n); freed != nil {
+			defer close(freed)
+		}
 	}
 	if b.active < b.maxWorkers {
 		if next = b.popLocked(); next != nil {
@@ -700,14 +707,13 @@ func (b *Bulkhead) help(by, n *node) <-chan struct{} {
 }
 
 // helpEndedLocked gives back the slot that n, a task started by help, was
-// lent. b.mu must be held.
-func (b *Bulkhead) helpEndedLocked(n *node) {
+// lent, and returns the channel to close to wake the waits that want a lent
+// slot back, or nil. b.mu must be held.
+func (b *Bulkhead) helpEndedLocked(n *node) (freed chan struct{}) {
 	n.helpedBy.helping = false
 	n.helpedBy = nil
-	if b.helpFree != nil {
-		close(b.helpFree)
-		b.helpFree = nil
-	}
+	freed, b.helpFree = b.helpFree, nil
+	return freed
 }
 
 // cancel ends n because its future was cancelled or its submitter's context
