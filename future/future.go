@@ -122,7 +122,7 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	f.usable("Wait")
 	cdone := ctx.Done()
 	if h, ok := ctx.Value(join.Key).(join.Helper); ok {
-		for busy := helpRun(h, f); busy != nil; busy = helpRun(h, f) {
+		for busy := helpRun(h, f, nil); busy != nil; busy = helpRun(h, f, nil) {
 			select {
 			case <-busy: // the task's slot is free again: try again
 			case <-f.Done():
@@ -236,13 +236,13 @@ func (f *Future[T]) release() {
 type helpable interface {
 	// helpStep hands a pending future's canceler to h.Help and returns what
 	// Help returned, or, for a future made by Then, returns its source.
-	helpStep(h join.Helper) (busy <-chan struct{}, src helpable)
+	helpStep(h join.Helper, decided func() bool) (busy <-chan struct{}, src helpable)
 }
 
 // deriver is the canceler of a future made by Then.
 type deriver interface{ source() helpable }
 
-func (f *Future[T]) helpStep(h join.Helper) (<-chan struct{}, helpable) {
+func (f *Future[T]) helpStep(h join.Helper, decided func() bool) (<-chan struct{}, helpable) {
 	if !f.acquire() {
 		return nil, nil
 	}
@@ -250,16 +250,17 @@ func (f *Future[T]) helpStep(h join.Helper) (<-chan struct{}, helpable) {
 	if d, ok := f.canceler.(deriver); ok {
 		return nil, d.source()
 	}
-	return h.Help(f.canceler), nil
+	return h.Help(f.canceler, decided), nil
 }
 
 // helpRun asks h to start the pool task behind f (following a chain of
 // Then stages to its source), and returns nil, or the channel to wait on
-// before asking again (h's slot is lent to another task meanwhile).
-func helpRun(h join.Helper, f helpable) <-chan struct{} {
+// before asking again (h's slot is lent to another task meanwhile). decided,
+// if not nil, tells h when a gather needs nothing more.
+func helpRun(h join.Helper, f helpable, decided func() bool) <-chan struct{} {
 	for f != nil {
 		var busy <-chan struct{}
-		if busy, f = f.helpStep(h); busy != nil {
+		if busy, f = f.helpStep(h, decided); busy != nil {
 			return busy
 		}
 	}
@@ -640,11 +641,15 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 	// that needs no help now never will: a pool's future is queued or
 	// running when its submitter gets it.
 	h, _ := ctx.Value(join.Key).(join.Helper)
+	var decided func() bool
+	if h != nil {
+		decided = func() bool { return w.first.Load() != 0 }
+	}
 	for next := 0; ; {
 		var busy <-chan struct{}
 		// Once decided (First's winner, All's failure), start nothing more.
 		for ; h != nil && next < len(fs) && busy == nil && w.first.Load() == 0; next++ {
-			busy = helpRun(h, fs[next])
+			busy = helpRun(h, fs[next], decided)
 		}
 		if busy != nil {
 			next-- // ask again for the same future

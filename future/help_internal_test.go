@@ -30,7 +30,7 @@ type fakeHelper struct {
 	gave    chan struct{} // buffered; told each time busy is returned
 }
 
-func (h *fakeHelper) Help(target any) <-chan struct{} {
+func (h *fakeHelper) Help(target any, decided func() bool) <-chan struct{} {
 	t, ok := target.(*task)
 	if !ok {
 		return nil

@@ -631,14 +631,12 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	n.state = stDone
 	b.active--
 	if n.helpedBy != nil {
-		// The waits that want the slot back are woken only once n's
-		// future has completed (and its callbacks, an All's or a First's
-		// hook among them, have run), so that a gather decided by n starts
-		// nothing more in the slot. Deferred, so that a callback that
-		// panics or calls runtime.Goexit wakes them all the same.
-		if freed := b.helpEndedLocked(n); freed != nil {
-			defer close(freed)
-		}
+		// The slot goes back to its lender only once n's future has
+		// completed (and its callbacks, an All's or a First's hook among
+		// them, have run), so that a gather decided by n starts nothing
+		// more in it. Deferred, so that a callback that panics or calls
+		// runtime.Goexit gives it back all the same.
+		defer b.helpEnded(n)
 	}
 	if b.active < b.maxWorkers {
 		if next = b.popLocked(); next != nil {
@@ -680,7 +678,7 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 // returns a channel that is closed when a lent slot of b is given back, for
 // the waiter to try again then. It returns nil once it has started n, or if
 // n is not queued or by not running.
-func (b *Bulkhead) help(by, n *node) <-chan struct{} {
+func (b *Bulkhead) help(by, n *node, decided func() bool) <-chan struct{} {
 	b.mu.Lock()
 	if n.state != stQueued || by.state != stRunning {
 		b.mu.Unlock()
@@ -696,6 +694,12 @@ func (b *Bulkhead) help(by, n *node) <-chan struct{} {
 		b.mu.Unlock()
 		return c
 	}
+	if decided != nil && decided() {
+		// A gather decided meanwhile (by a task whose slot came back just
+		// now: it completed before its lender's slot was given back).
+		b.mu.Unlock()
+		return nil
+	}
 	b.unqueueLocked(n)
 	b.refillLocked()
 	by.helping = true
@@ -706,14 +710,18 @@ func (b *Bulkhead) help(by, n *node) <-chan struct{} {
 	return nil
 }
 
-// helpEndedLocked gives back the slot that n, a task started by help, was
-// lent, and returns the channel to close to wake the waits that want a lent
-// slot back, or nil. b.mu must be held.
-func (b *Bulkhead) helpEndedLocked(n *node) (freed chan struct{}) {
+// helpEnded gives back the slot that n, a task started by help, was lent,
+// and wakes the waits that want a lent slot back.
+func (b *Bulkhead) helpEnded(n *node) {
+	b.mu.Lock()
 	n.helpedBy.helping = false
 	n.helpedBy = nil
-	freed, b.helpFree = b.helpFree, nil
-	return freed
+	freed := b.helpFree
+	b.helpFree = nil
+	b.mu.Unlock()
+	if freed != nil {
+		close(freed)
+	}
 }
 
 // cancel ends n because its future was cancelled or its submitter's context

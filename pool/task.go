@@ -75,12 +75,12 @@ func (n *node) BeforeCallbacks() {
 // Help is what [future.Future.Wait] and the gathering functions call when
 // they are given n's context (or one derived from it) and the future of
 // target is pending: see Bulkhead.help.
-func (n *node) Help(target any) <-chan struct{} {
+func (n *node) Help(target any, decided func() bool) <-chan struct{} {
 	t, ok := target.(*node)
 	if !ok || t.b != n.b {
 		return nil
 	}
-	return n.b.help(n, t)
+	return n.b.help(n, t, decided)
 }
 
 // parentDone runs when the submitter's context ends, if n's context watches

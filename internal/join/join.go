@@ -18,8 +18,10 @@ type Helper interface {
 	// it. If the helper's slot is lent to another task already, Help
 	// starts nothing and returns a channel that is closed once it is free
 	// again, for the caller to try again then (if the future is still
-	// pending); otherwise it returns nil.
-	Help(target any) <-chan struct{}
+	// pending); otherwise it returns nil. If decided is not nil, Help
+	// starts nothing once decided reports true, checked at the moment it
+	// would start the task (a gather decided meanwhile needs no more).
+	Help(target any, decided func() bool) <-chan struct{}
 }
 
 // Owner is implemented by a future's Canceler that must act before the
