@@ -160,42 +160,33 @@ func BenchmarkSubmitWait(b *testing.B) {
 func BenchmarkFanOut(b *testing.B) {
 	ctx := context.Background()
 	const tasks, workers = 1000, 64
-	b.Run("pool", func(b *testing.B) {
-		p := benchPool(b, pool.Config{MaxWorkers: workers, QueueCapacity: tasks})
-		fs := make([]*future.Future[int], tasks)
-		b.ReportAllocs()
-		for b.Loop() {
-			for i := range fs {
-				f, err := pool.Submit(ctx, p, answer)
-				if err != nil {
-					b.Fatal(err)
-				}
-				fs[i] = f
-			}
-			if _, err := future.All(ctx, fs...); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 	// With a QueueTimeout most of the batch waits in the queue with a
 	// deadline; the queue has one timer, not one per task.
-	b.Run("pool_QueueTimeout", func(b *testing.B) {
-		p := benchPool(b, pool.Config{MaxWorkers: workers, QueueCapacity: tasks, QueueTimeout: time.Minute})
-		fs := make([]*future.Future[int], tasks)
-		b.ReportAllocs()
-		for b.Loop() {
-			for i := range fs {
-				f, err := pool.Submit(ctx, p, answer)
-				if err != nil {
+	for _, c := range []struct {
+		name string
+		cfg  pool.Config
+	}{
+		{"pool", pool.Config{MaxWorkers: workers, QueueCapacity: tasks}},
+		{"pool_QueueTimeout", pool.Config{MaxWorkers: workers, QueueCapacity: tasks, QueueTimeout: time.Minute}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := benchPool(b, c.cfg)
+			fs := make([]*future.Future[int], tasks)
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range fs {
+					f, err := pool.Submit(ctx, p, answer)
+					if err != nil {
+						b.Fatal(err)
+					}
+					fs[i] = f
+				}
+				if _, err := future.All(ctx, fs...); err != nil {
 					b.Fatal(err)
 				}
-				fs[i] = f
 			}
-			if _, err := future.All(ctx, fs...); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 	b.Run("ants_Submit_wg", func(b *testing.B) {
 		p := benchAnts(b, workers) // blocking: a submitter waits for a worker
 		res := make([]int, tasks)
