@@ -38,7 +38,7 @@ type pfTask struct {
 	queued   bool               // in the model's queue
 	done     bool               // the model says its future has completed
 	want     string             // when done: ok, fail, panic, cancelled, dropped, expired, closed
-	deadline time.Time          // zero: no MaxWaitDuration
+	deadline time.Time          // zero: no QueueTimeout
 	cancel   context.CancelFunc // the submitter's context
 	release  chan int           // how a blocking task returns: 0 value, 1 error, 2 panic
 	f        *future.Future[int]
@@ -110,7 +110,7 @@ func (m *pfModel) unqueue(t *pfTask) {
 // bulkhead and on pfModel: submit a quick or a blocking task, cancel a task
 // (by its future or its submitter's context), let time pass (queued tasks
 // expire), release a blocking task (it returns, fails or panics),
-// reconfigure workers, queue, MaxWaitDuration and KeepAlive, close (giving
+// reconfigure workers, queue, QueueTimeout and KeepAlive, close (giving
 // up at once, or waiting on another goroutine), and submit with a context
 // already done. After every step, once every goroutine is idle, it checks
 // Stats against the model, that no task started with more tasks running

@@ -26,9 +26,10 @@
 //
 // The bulkhead starts no goroutines. Its fast path (a permit granted or
 // refused) takes no lock, reads no clock and allocates nothing while nobody
-// is subscribed to its events. A caller that waits makes two small
-// allocations and has no timer of its own: one timer per bulkhead, armed
-// for the earliest deadline, serves the whole line. Choose the pool
+// is subscribed to its events. A caller that joins a line of waiters makes
+// two small allocations and has no timer of its own: one timer per line,
+// armed for the earliest deadline, serves the whole line (the caller that
+// starts a line makes it). Choose the pool
 // bulkhead in package
 // [github.com/bulkhead-go/bulkhead/pool] instead when the caller has other
 // work to do while the call runs.
