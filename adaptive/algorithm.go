@@ -22,11 +22,10 @@ type Window struct {
 	Duration time.Duration
 	// Limit is the limit in force at the end of the window.
 	Limit int
-	// Successes counts the calls that finished without error; MeanRun and
-	// MinRun are their mean and shortest run times (0 when there were none).
+	// Successes counts the calls that finished without error; MeanRun is
+	// their mean run time (0 when there were none).
 	Successes int
 	MeanRun   time.Duration
-	MinRun    time.Duration
 	// Drops counts the calls that failed with an error matching
 	// bulkhead.ErrOverloaded: the dependency pushed back. Timeouts counts
 	// those that failed with context.DeadlineExceeded: the dependency was

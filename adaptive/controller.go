@@ -30,7 +30,6 @@ type Controller struct {
 	end         atomic.Int64 // UnixNano when the window may close; 0 before the first event
 	successes   atomic.Int64
 	sumRun      atomic.Int64
-	minRun      atomic.Int64 // 0 while none
 	drops       atomic.Int64
 	timeouts    atomic.Int64
 	rejected    atomic.Int64
@@ -193,8 +192,6 @@ func (c *Controller) Observe(e bulkhead.Event) {
 		}
 		c.successes.Add(1)
 		c.sumRun.Add(int64(e.Run))
-		for m := c.minRun.Load(); (m == 0 || int64(e.Run) < m) && !c.minRun.CompareAndSwap(m, int64(e.Run)); m = c.minRun.Load() {
-		}
 	case errors.Is(e.Err, bulkhead.ErrOverloaded):
 		c.drops.Add(1)
 	case errors.Is(e.Err, context.DeadlineExceeded):
@@ -220,7 +217,7 @@ func (c *Controller) decide(t int64, now time.Time) {
 	if t < end {
 		return // another goroutine closed it first
 	}
-	n, sum, low := c.successes.Swap(0), c.sumRun.Swap(0), c.minRun.Swap(0)
+	n, sum := c.successes.Swap(0), c.sumRun.Swap(0)
 	drops, timeouts, rejected := c.drops.Swap(0), c.timeouts.Swap(0), c.rejected.Swap(0)
 	peak := c.maxInFlight.Swap(max(0, c.inFlight.Load()))
 	start := c.start
@@ -232,7 +229,7 @@ func (c *Controller) decide(t int64, now time.Time) {
 		return
 	}
 	w := Window{End: now, Duration: time.Duration(t - start), Limit: c.state.Limit,
-		Successes: int(n), MinRun: time.Duration(low), Drops: int(drops),
+		Successes: int(n), Drops: int(drops),
 		Timeouts: int(timeouts), Rejected: int(rejected), MaxInFlight: int(peak)}
 	if n > 0 {
 		w.MeanRun = time.Duration(sum / n)

@@ -435,7 +435,6 @@ func TestThenError(t *testing.T) {
 func TestThenPanicGoesUp(t *testing.T) {
 	var g *future.Future[int]
 	src := future.NewPromise[int](nil)
-	after := future.NewPromise[int](nil)
 	func() {
 		defer func() {
 			if r := recover(); r != "oops" {
@@ -450,7 +449,6 @@ func TestThenPanicGoesUp(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "panicked or called runtime.Goexit") {
 		t.Fatalf("Then future: %v, want the error saying its function did not return", err)
 	}
-	_ = after
 }
 
 // Cancelling a future made by Then cancels only that derivation: the source

@@ -15,12 +15,6 @@ func (l *list) pushBack(n *node) {
 	l.tail = n
 }
 
-func (l *list) popFront() *node {
-	n := l.head
-	l.remove(n)
-	return n
-}
-
 func (l *list) remove(n *node) {
 	if n.prev == nil {
 		l.head = n.next

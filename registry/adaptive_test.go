@@ -12,7 +12,6 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/adaptive"
-	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -510,11 +509,6 @@ func TestHandlerShowsAdaptiveState(t *testing.T) {
 		t.Errorf("an instance without a controller shows one:\n%s", body)
 	}
 }
-
-var (
-	_ = semaphore.Config{}
-	_ = pool.Config{}
-)
 
 // A controller's decision that was already under way when Remove returned
 // (its set function runs after it) must not change the bulkhead, which the

@@ -46,18 +46,7 @@ func (r *ring) add(e *bulkhead.Event) {
 	if !e.Time.IsZero() {
 		at = e.Time.UnixNano()
 	}
-	var out uint8
-	switch {
-	case e.Type == bulkhead.EventPermitted:
-	case e.Type == bulkhead.EventFinished && e.Err == nil:
-		out = outSuccess
-	default:
-		out = outcome(e)
-	}
-	r.mu.Lock()
-	r.buf[r.next] = record{typ: e.Type, outcome: out, at: at, wait: e.Wait, run: e.Run}
-	r.advance()
-	r.mu.Unlock()
+	r.put(record{typ: e.Type, outcome: outcome(e), at: at, wait: e.Wait, run: e.Run})
 }
 
 // put adds rec as it is (when a resized ring takes over the records).
