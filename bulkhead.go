@@ -17,9 +17,10 @@ var ErrBulkheadFull = errors.New("bulkhead: full")
 var ErrClosed = errors.New("bulkhead: closed")
 
 // ErrOverloaded is matched by the outcome of a call that the dependency
-// itself refused for lack of capacity: an HTTP 429 or 503 seen by
-// bulkheadhttp.Transport, a gRPC ResourceExhausted or Unavailable seen by the
-// gRPC client interceptors. Such a call counts as failed; adaptive limits
+// itself refused for lack of capacity: an HTTP 503 seen by
+// bulkheadhttp.Transport (and a 429, with a classifier that counts it as a
+// failure), a gRPC ResourceExhausted or Unavailable seen by the gRPC client
+// interceptors. Such a call counts as failed; adaptive limits
 // take it as the signal to lower the limit.
 var ErrOverloaded = errors.New("bulkhead: dependency overloaded")
 

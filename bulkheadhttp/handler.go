@@ -2,6 +2,7 @@ package bulkheadhttp
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -56,26 +57,23 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	p, err := h.b.AcquirePermit(r.Context())
-	if err != nil {
-		h.refuse(w, r, err)
-		return
-	}
-	rw := &responseWriter{ResponseWriter: w}
-	returned := false
-	defer func() {
-		if !returned {
-			abort(p, recover())
+	// Do holds the permit until next returns, counts a panic or a
+	// runtime.Goexit in next as a failure and lets it go on up, so that
+	// net/http's own recovery and logging still happen.
+	ran := false
+	err := h.b.Do(r.Context(), func(context.Context) error {
+		ran = true
+		rw := &responseWriter{ResponseWriter: w}
+		h.next.ServeHTTP(rw, r)
+		status := rw.status
+		if status == 0 {
+			status = http.StatusOK // what net/http sends for a handler that writes nothing
 		}
-	}()
-	h.next.ServeHTTP(rw, r)
-	status := rw.status
-	if status == 0 {
-		status = http.StatusOK // what net/http sends for a handler that writes nothing
+		return h.classify(status, nil)
+	})
+	if !ran {
+		h.refuse(w, r, err)
 	}
-	outcome := h.classify(status, nil)
-	returned = true
-	p.Release(outcome)
 }
 
 // refuse answers a request that got no permit.

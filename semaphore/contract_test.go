@@ -33,8 +33,8 @@ var acquirers = map[string]func(b *semaphore.Bulkhead) (release func(), ok bool)
 // A subscriber that panics or calls runtime.Goexit on EventPermitted ends
 // the call before its caller gets the permit: the bulkhead gives the permit
 // back first. The callback contract lets such a panic go on up the caller's
-// goroutine; the test recovers it if it comes, so that it passes whether or
-// not the event hub recovers subscriber panics.
+// goroutine (the hub does not recover it): the caller of Acquire never
+// gets a permit back, and the panic reaches it.
 func TestSubscriberPanicOrGoexitOnPermittedKeepsPermits(t *testing.T) {
 	for name, acquire := range acquirers {
 		for _, how := range []string{"panic", "Goexit"} {
@@ -52,13 +52,16 @@ func TestSubscriberPanicOrGoexitOnPermittedKeepsPermits(t *testing.T) {
 				var wg sync.WaitGroup
 				wg.Go(func() {
 					defer func() {
-						if r := recover(); r != nil && r != "subscriber bug" {
-							t.Errorf("recovered %v", r)
+						r := recover()
+						if how == "panic" && r != "subscriber bug" {
+							t.Errorf("recovered %v, want the subscriber's panic", r)
+						}
+						if how == "Goexit" && r != nil {
+							t.Errorf("recovered %v after a Goexit", r)
 						}
 					}()
-					if release, ok := acquire(b); ok && how == "panic" {
-						release() // the hub recovered the panic: the caller holds the permit
-					}
+					acquire(b)
+					t.Errorf("acquire returned although its subscriber ended the goroutine (%s)", how)
 				})
 				wg.Wait()
 				cancel()

@@ -596,7 +596,6 @@ func (b *Bulkhead) expire() {
 		w = nw
 	}
 	if b.waiters.head == nil {
-		b.armed = 0
 		return
 	}
 	b.armLocked(next, t)
