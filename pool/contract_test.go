@@ -157,8 +157,8 @@ func TestSubmitWaitFIFO(t *testing.T) {
 			fs[i] = f
 		}()
 		// The next waiter arrives only once this one waits.
-		for b.Stats().Waiting != i+1 {
-			runtime.Gosched()
+		if !until(func() bool { return b.Stats().Waiting == i+1 }) {
+			t.Fatalf("submitter %d never waited: %+v", i, b.Stats())
 		}
 	}
 	if _, err := pool.Submit(context.Background(), b, g.task(9)); !errors.Is(err, bulkhead.ErrBulkheadFull) {
@@ -211,14 +211,14 @@ func TestSubmitWaitLeaves(t *testing.T) {
 	}()
 	closed := make(chan error, 1)
 	go func() {
-		for b.Stats().Waiting != 1 {
-			runtime.Gosched()
+		if !until(func() bool { return b.Stats().Waiting == 1 }) {
+			t.Error("the first waiter never waited")
 		}
 		_, err := pool.SubmitWait(context.Background(), b, g.task(2))
 		closed <- err
 	}()
-	for b.Stats().Waiting != 2 {
-		runtime.Gosched()
+	if !until(func() bool { return b.Stats().Waiting == 2 }) {
+		t.Fatalf("two waiters never waited: %+v", b.Stats())
 	}
 	cancel()
 	if err := recv(t, leaving, "the waiter to leave"); err != context.Canceled {

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/bulkhead-go/bulkhead/future"
 	"github.com/bulkhead-go/bulkhead/pool"
@@ -99,4 +100,36 @@ func TestDecidedAllOfThenFuturesStaysWithinTheLimit(t *testing.T) {
 	if over > 0 {
 		t.Errorf("after All returned, InFlight 2 on MaxWorkers 1 with the task running on, in %d of 100 runs", over)
 	}
+}
+
+// The same, step by step: a callback of B's future, registered before All's
+// hook, holds B's completion open. While it does, the slot B was lent must
+// not come back to the task (else All, not yet told of B's failure, would
+// start C in it); once it returns, All is decided and C is cancelled in the
+// queue, never permitted.
+func TestDecidedAllStartsNothingWhileTheDecidingCallbackRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 10})
+		latch := make(chan struct{})
+		var cRan atomic.Bool
+		parent := mustSubmit(t, b, func(ctx context.Context) (int, error) {
+			fb, _ := pool.Submit(ctx, b, func(context.Context) (int, error) { return 0, errors.New("B") })
+			fc, _ := pool.Submit(ctx, b, func(context.Context) (int, error) { cRan.Store(true); return 1, nil })
+			fb.OnComplete(func(int, error) { <-latch })
+			_, err := future.All(ctx, fb, fc)
+			return 0, err
+		})
+		synctest.Wait() // B has failed; its callback holds its completion open
+		if cRan.Load() || b.Stats().Permitted != 2 {
+			t.Fatalf("while B's callback runs: C ran %v, stats %+v; want only the task and B permitted", cRan.Load(), b.Stats())
+		}
+		close(latch)
+		if _, err := wait(t, parent); err == nil {
+			t.Fatal("All succeeded although B failed")
+		}
+		synctest.Wait()
+		if cRan.Load() || b.Stats().Permitted != 2 {
+			t.Fatalf("after All decided: C ran %v, stats %+v", cRan.Load(), b.Stats())
+		}
+	})
 }

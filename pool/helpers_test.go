@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,18 @@ func guardCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// until yields until cond holds and reports whether it did before the
+// guard ran out (the guard only keeps a broken test from spinning forever).
+func until(cond func() bool) bool {
+	for end := time.Now().Add(guard); !cond(); {
+		if time.Now().After(end) {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
 }
 
 // newPool returns a bulkhead that the test closes at its end, checking that
