@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// TestInterleaved compares rows of groups 1, 2 and 7
+// TestInterleaved compares rows of groups 1, 2, 3, 4 and 7
 // finely interleaved: every row runs in chunks of BENCH_CHUNK operations, in
 // a new random order each round, for BENCH_ROUNDS rounds, and each row's
 // time is divided by its table's floor (or by BENCH_REF) in the same round.
@@ -41,6 +41,12 @@ func TestInterleaved(t *testing.T) {
 	}
 	for _, c := range rejectCases {
 		all = append(all, named{"G2_Reject", c})
+	}
+	for _, c := range joinCases {
+		all = append(all, named{"G3_Join", c})
+	}
+	for _, c := range fanOutCases {
+		all = append(all, named{"G4_FanOut", c})
 	}
 	for _, c := range configuredSemaphoreCases {
 		all = append(all, named{"G7_Configured/semaphore", c})
