@@ -28,20 +28,6 @@ func mustNew(t testing.TB, max int, wait time.Duration) *semaphore.Bulkhead {
 	return b
 }
 
-// checkRest fails unless b is at rest with exactly the given counters.
-func checkRest(t testing.TB, b *semaphore.Bulkhead, permitted, rejected, cancelled, failed uint64) {
-	t.Helper()
-	s := b.Stats()
-	want := bulkhead.Stats{
-		Name: b.Name(), Kind: bulkhead.Semaphore,
-		MaxConcurrentCalls: b.Config().MaxConcurrentCalls, AvailableConcurrentCalls: b.Config().MaxConcurrentCalls,
-		Permitted: permitted, Rejected: rejected, Cancelled: cancelled, Finished: permitted, Failed: failed,
-	}
-	if s != want {
-		t.Fatalf("stats at rest:\n got %+v\nwant %+v", s, want)
-	}
-}
-
 // waitFor polls cond; the deadline only guards against a hang.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/semtest"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -42,7 +43,7 @@ func TestConcurrentWrongReleasesLeaveStateIntact(t *testing.T) {
 		t.Fatal("bulkhead unusable after wrong Releases")
 	}
 	b.Release()
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 // A listener may call back into the bulkhead: no lock is held while it runs.
@@ -74,7 +75,7 @@ func TestListenerMayCallBackIntoBulkhead(t *testing.T) {
 			t.Fatalf("events %v, want %v", seen, want)
 		}
 	}
-	checkRest(t, b, 2, 0, 0, 0)
+	semtest.AtRest(t, b, 2, 0, 0, 0)
 }
 
 // A listener that ends its goroutine while Do reports the permit must not
@@ -96,7 +97,7 @@ func TestListenerGoexitDoesNotStrandPermit(t *testing.T) {
 	}()
 	<-done
 	cancel()
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 func TestEventsCarryWaitAndRunTimes(t *testing.T) {
@@ -202,7 +203,7 @@ func TestWaiterJoiningALineAllocatesTwo(t *testing.T) {
 		t.Fatalf("first waiter: %v, want context.Canceled", err)
 	}
 	b.Release()
-	checkRest(t, b, 1, 0, runs+2, 0)
+	semtest.AtRest(t, b, 1, 0, runs+2, 0)
 	if n != 2 {
 		t.Fatalf("a waiter joining a line allocates %v times, want 2", n)
 	}
