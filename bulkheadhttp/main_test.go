@@ -14,10 +14,7 @@ import (
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
-// IgnoreCurrent ignores the goroutines that exist before any test runs:
-// the two that ants starts for its default pool, imported through the
-// registry by the Prometheus test.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func mustNew(t testing.TB, max int, wait time.Duration) *semaphore.Bulkhead {
 	t.Helper()
