@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -435,5 +436,36 @@ aimd: {slowCall: 2s}
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A zero field means DefaultConfig's value: for each algorithm, a Config
+// with only the algorithm set decides exactly as DefaultConfig does, through
+// steady windows, drops, slow calls and recovery.
+func TestZeroFieldsMeanDefaults(t *testing.T) {
+	for _, alg := range []string{"vegas", "gradient2", "aimd"} {
+		t.Run(alg, func(t *testing.T) {
+			d := adaptive.DefaultConfig()
+			d.Algorithm = alg
+			zero, full := newFeeder(t, adaptive.Config{Algorithm: alg}, 10), newFeeder(t, d, 10)
+			for _, f := range []*feeder{zero, full} {
+				for i := range 60 {
+					limit := f.c.State().Limit
+					switch {
+					case i%20 < 8:
+						f.window(40, limit, 10*time.Millisecond, nil)
+					case i%20 < 12:
+						f.window(40, limit, 10*time.Millisecond, bulkhead.ErrOverloaded)
+					case i%20 < 16:
+						f.window(40, limit, 30*time.Millisecond, nil)
+					default:
+						f.window(40, limit/2, 10*time.Millisecond, nil)
+					}
+				}
+			}
+			if !slices.Equal(zero.set, full.set) || len(full.set) < 10 {
+				t.Fatalf("limits set with zero fields %v, with DefaultConfig %v", zero.set, full.set)
+			}
+		})
 	}
 }

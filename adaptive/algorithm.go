@@ -81,16 +81,6 @@ const (
 // probeStep is the factor by which a probe lowers the limit at each step.
 const probeStep = 0.85
 
-func newVegas(p Vegas) *vegas {
-	if p.NoLoadWindow == 0 {
-		p.NoLoadWindow = 30 * time.Second
-	}
-	if p.Backoff == 0 {
-		p.Backoff = 0.9
-	}
-	return &vegas{p: p}
-}
-
 func (v *vegas) Update(limit float64, w Window) Decision {
 	if w.Overloaded() {
 		v.probe, v.resume = 0, 0
@@ -176,22 +166,6 @@ type gradient2 struct {
 	count int     // windows seen, for the warm-up average
 }
 
-func newGradient2(p Gradient2) *gradient2 {
-	if p.Smoothing == 0 {
-		p.Smoothing = 0.2
-	}
-	if p.LongWindow == 0 {
-		p.LongWindow = 100
-	}
-	if p.Tolerance == 0 {
-		p.Tolerance = 1
-	}
-	if p.Backoff == 0 {
-		p.Backoff = 0.9
-	}
-	return &gradient2{p: p}
-}
-
 func (g *gradient2) Update(limit float64, w Window) Decision {
 	if w.Successes > 0 {
 		short := float64(w.MeanRun)
@@ -237,16 +211,6 @@ func (g *gradient2) Update(limit float64, w Window) Decision {
 
 // aimd is additive increase, multiplicative decrease; see [AIMD].
 type aimd struct{ p AIMD }
-
-func newAIMD(p AIMD) *aimd {
-	if p.Increase == 0 {
-		p.Increase = 1
-	}
-	if p.Backoff == 0 {
-		p.Backoff = 0.9
-	}
-	return &aimd{p: p}
-}
 
 func (a *aimd) Update(limit float64, w Window) Decision {
 	switch {

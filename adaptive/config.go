@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -90,9 +91,16 @@ type AIMD struct {
 }
 
 // DefaultConfig returns the defaults: Vegas between 1 and 200, starting at
-// the bulkhead's own limit, deciding every 100ms or 20 calls.
+// the bulkhead's own limit, deciding every 100ms or 20 calls, and each
+// algorithm's parameters as their comments give them (those that depend on
+// the limit stay 0).
 func DefaultConfig() Config {
-	return Config{Algorithm: "vegas", MinLimit: 1, MaxLimit: 200, Window: 100 * time.Millisecond, MinSamples: 20}
+	return Config{
+		Algorithm: "vegas", MinLimit: 1, MaxLimit: 200, Window: 100 * time.Millisecond, MinSamples: 20,
+		Vegas:     Vegas{NoLoadWindow: 30 * time.Second, Backoff: 0.9},
+		Gradient2: Gradient2{Smoothing: 0.2, LongWindow: 100, Tolerance: 1, Backoff: 0.9},
+		AIMD:      AIMD{Increase: 1, Backoff: 0.9},
+	}
 }
 
 // Validate reports the first invalid field of c, naming the field and value.
@@ -166,24 +174,23 @@ func checkFactor(name string, v float64) error {
 	return nil
 }
 
-// withDefaults returns c with every zero field replaced by its default.
+// withDefaults returns c with every zero field replaced by DefaultConfig's.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.Algorithm == "" {
-		c.Algorithm = d.Algorithm
-	}
-	if c.MinLimit == 0 {
-		c.MinLimit = d.MinLimit
-	}
-	if c.MaxLimit == 0 {
-		c.MaxLimit = max(d.MaxLimit, c.MinLimit)
-	}
-	if c.Window == 0 {
-		c.Window = d.Window
-	}
-	if c.MinSamples == 0 {
-		c.MinSamples = d.MinSamples
-	}
+	c.Algorithm = cmp.Or(c.Algorithm, d.Algorithm)
+	c.MinLimit = cmp.Or(c.MinLimit, d.MinLimit)
+	c.MaxLimit = cmp.Or(c.MaxLimit, max(d.MaxLimit, c.MinLimit))
+	c.Window = cmp.Or(c.Window, d.Window)
+	c.MinSamples = cmp.Or(c.MinSamples, d.MinSamples)
+	v, g, a := &c.Vegas, &c.Gradient2, &c.AIMD
+	v.NoLoadWindow = cmp.Or(v.NoLoadWindow, d.Vegas.NoLoadWindow)
+	v.Backoff = cmp.Or(v.Backoff, d.Vegas.Backoff)
+	g.Smoothing = cmp.Or(g.Smoothing, d.Gradient2.Smoothing)
+	g.LongWindow = cmp.Or(g.LongWindow, d.Gradient2.LongWindow)
+	g.Tolerance = cmp.Or(g.Tolerance, d.Gradient2.Tolerance)
+	g.Backoff = cmp.Or(g.Backoff, d.Gradient2.Backoff)
+	a.Increase = cmp.Or(a.Increase, d.AIMD.Increase)
+	a.Backoff = cmp.Or(a.Backoff, d.AIMD.Backoff)
 	return c
 }
 
@@ -194,9 +201,9 @@ func (c Config) algorithm() Algorithm {
 	}
 	switch c.Algorithm {
 	case "gradient2":
-		return newGradient2(c.Gradient2)
+		return &gradient2{p: c.Gradient2}
 	case "aimd":
-		return newAIMD(c.AIMD)
+		return &aimd{p: c.AIMD}
 	}
-	return newVegas(c.Vegas)
+	return &vegas{p: c.Vegas}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/bulkheadhttp"
+	"github.com/bulkhead-go/bulkhead/internal/semtest"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -108,7 +109,7 @@ func TestHandlerAdmitsAndRefuses(t *testing.T) {
 	if err := <-held; err != nil {
 		t.Fatal(err)
 	}
-	checkRest(t, b, 2, 1, 0, 0)
+	semtest.AtRest(t, b, 2, 1, 0, 0)
 }
 
 func TestHandlerRefusalOptions(t *testing.T) {
@@ -144,7 +145,7 @@ func TestHandlerRefusalOptions(t *testing.T) {
 			}
 			close(a.release)
 			<-held
-			checkRest(t, b, 1, 1, 0, 0)
+			semtest.AtRest(t, b, 1, 1, 0, 0)
 		})
 	}
 }
@@ -163,7 +164,7 @@ func TestHandlerBypass(t *testing.T) {
 	}
 	close(a.release)
 	<-held
-	checkRest(t, b, 1, 1, 0, 0) // the health check is not counted
+	semtest.AtRest(t, b, 1, 1, 0, 0) // the health check is not counted
 }
 
 // A 5xx written by the handler counts as failed, a 4xx does not.
@@ -176,7 +177,7 @@ func TestHandlerClassifiesStatus(t *testing.T) {
 			t.Fatalf("status %d, want %d", got, code)
 		}
 	}
-	checkRest(t, b, 4, 0, 0, 2)
+	semtest.AtRest(t, b, 4, 0, 0, 2)
 	errs := ev.finished()
 	var se *bulkheadhttp.StatusError
 	if errs[0] != nil || errs[1] != nil || !errors.As(errs[2], &se) || se.Code != 500 || !errors.Is(errs[3], bulkhead.ErrOverloaded) {
@@ -191,7 +192,7 @@ func TestHandlerClassifiesStatus(t *testing.T) {
 		return nil
 	}))
 	fetch(t, srv.Client(), srv.URL+"/status/404")
-	checkRest(t, b, 1, 0, 0, 1)
+	semtest.AtRest(t, b, 1, 0, 0, 1)
 }
 
 // A panic in the handler gives the permit back, counts as failed and goes
@@ -210,7 +211,7 @@ func TestHandlerPanic(t *testing.T) {
 		}
 	}
 	waitFor(t, "the permits back", func() bool { return b.Stats().Finished == 3 })
-	checkRest(t, b, 3, 0, 0, 3)
+	semtest.AtRest(t, b, 3, 0, 0, 3)
 	var pe *bulkhead.PanicError
 	if errs := ev.finished(); !errors.As(errs[0], &pe) || pe.Error() != "bulkhead: task panicked: handler bug" {
 		t.Fatalf("EventFinished error %v, want a *bulkhead.PanicError", errs[0])
@@ -232,7 +233,7 @@ func TestHandlerGoexit(t *testing.T) {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	}()
 	<-done
-	checkRest(t, b, 1, 0, 0, 1)
+	semtest.AtRest(t, b, 1, 0, 0, 1)
 }
 
 // A client that goes away while its request waits for a permit is counted
@@ -277,7 +278,7 @@ func TestHandlerClientDisconnects(t *testing.T) {
 	if len(a.entered) != 0 {
 		t.Fatal("the handler ran for the request that gave up waiting")
 	}
-	checkRest(t, b, 2, 0, 1, 0)
+	semtest.AtRest(t, b, 2, 0, 1, 0)
 }
 
 // Streaming through the wrapper: http.Flusher and http.ResponseController
@@ -336,7 +337,7 @@ func TestHandlerStreams(t *testing.T) {
 			}
 			io.ReadAll(r)
 			waitFor(t, "the handler to return", func() bool { return b.Stats().Finished == 1 })
-			checkRest(t, b, 1, 0, 0, 0)
+			semtest.AtRest(t, b, 1, 0, 0, 0)
 		})
 	}
 }
@@ -371,7 +372,7 @@ func TestHandlerHijack(t *testing.T) {
 				t.Fatalf("got %d %q", code, body)
 			}
 			waitFor(t, "the handler to return", func() bool { return b.Stats().Finished == 1 })
-			checkRest(t, b, 1, 0, 0, 0)
+			semtest.AtRest(t, b, 1, 0, 0, 0)
 		})
 	}
 	t.Run("HTTP/2", func(t *testing.T) {
@@ -388,7 +389,7 @@ func TestHandlerHijack(t *testing.T) {
 		if code, _, body := fetch(t, srv.Client(), srv.URL); code != 200 || body != "ok" {
 			t.Fatalf("got %d %q", code, body)
 		}
-		checkRest(t, b, 1, 0, 0, 0)
+		semtest.AtRest(t, b, 1, 0, 0, 0)
 	})
 }
 

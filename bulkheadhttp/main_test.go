@@ -14,10 +14,7 @@ import (
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
-// IgnoreCurrent ignores the goroutines that exist before any test runs:
-// the two that ants starts for its default pool, imported through the
-// registry by the Prometheus test.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func mustNew(t testing.TB, max int, wait time.Duration) *semaphore.Bulkhead {
 	t.Helper()
@@ -26,20 +23,6 @@ func mustNew(t testing.TB, max int, wait time.Duration) *semaphore.Bulkhead {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// checkRest fails unless b is at rest with exactly the given counters.
-func checkRest(t testing.TB, b *semaphore.Bulkhead, permitted, rejected, cancelled, failed uint64) {
-	t.Helper()
-	s := b.Stats()
-	want := bulkhead.Stats{
-		Name: b.Name(), Kind: bulkhead.Semaphore,
-		MaxConcurrentCalls: b.Config().MaxConcurrentCalls, AvailableConcurrentCalls: b.Config().MaxConcurrentCalls,
-		Permitted: permitted, Rejected: rejected, Cancelled: cancelled, Finished: permitted, Failed: failed,
-	}
-	if s != want {
-		t.Fatalf("stats at rest:\n got %+v\nwant %+v", s, want)
-	}
 }
 
 // waitFor polls cond; the deadline only guards against a hang.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/bulkheadhttp"
+	"github.com/bulkhead-go/bulkhead/internal/semtest"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -98,7 +99,7 @@ func TestTransportHoldsPermitUntilBodyClosed(t *testing.T) {
 	}
 	resp.Body.Close()
 	resp.Body.Close() // a second Close must not release twice
-	checkRest(t, b, 1, 1, 0, 0)
+	semtest.AtRest(t, b, 1, 1, 0, 0)
 }
 
 func TestTransportReleasesAtEOF(t *testing.T) {
@@ -118,7 +119,7 @@ func TestTransportReleasesAtEOF(t *testing.T) {
 		t.Fatal("permit still held after the body was read to EOF")
 	}
 	resp.Body.Close()
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 func TestTransportReleasesOnRoundTripError(t *testing.T) {
@@ -131,7 +132,7 @@ func TestTransportReleasesOnRoundTripError(t *testing.T) {
 	if err == nil || errors.Is(err, bulkhead.ErrBulkheadFull) {
 		t.Fatalf("want a connection error, got %v", err)
 	}
-	checkRest(t, b, 1, 0, 0, 1)
+	semtest.AtRest(t, b, 1, 0, 0, 1)
 	if errs := ev.finished(); len(errs) != 1 || errs[0] == nil || !strings.Contains(err.Error(), errs[0].Error()) {
 		t.Fatalf("EventFinished errors %v, want the transport's error (%v)", errs, err)
 	}
@@ -170,7 +171,7 @@ func TestTransportWaitsWithRequestContext(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	checkRest(t, b, 1, 0, 1, 0)
+	semtest.AtRest(t, b, 1, 0, 1, 0)
 }
 
 func TestTransportNoBodyReleasesAtOnce(t *testing.T) {
@@ -189,7 +190,7 @@ func TestTransportNoBodyReleasesAtOnce(t *testing.T) {
 		t.Fatal("permit held for a response without a body")
 	}
 	resp.Body.Close()
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 // The default classifier: a 5xx counts as failed, with a *StatusError that
@@ -209,7 +210,7 @@ func TestTransportCountsServerErrorsAsFailed(t *testing.T) {
 			t.Fatalf("status %d, want %d", got, code)
 		}
 	}
-	checkRest(t, b, 5, 0, 0, 2)
+	semtest.AtRest(t, b, 5, 0, 0, 2)
 	errs := ev.finished()
 	if len(errs) != 5 || errs[0] != nil || errs[1] != nil || errs[2] != nil {
 		t.Fatalf("EventFinished errors %v, want nil for 200, 404 and 429", errs)
@@ -246,7 +247,7 @@ func TestTransportClassifier(t *testing.T) {
 	defer c.CloseIdleConnections()
 	getAll(t, c, srv.URL+"/status/429")
 	getAll(t, c, srv.URL+"/status/500")
-	checkRest(t, b, 2, 0, 0, 2)
+	semtest.AtRest(t, b, 2, 0, 0, 2)
 	if errs := ev.finished(); !errors.Is(errs[0], bulkhead.ErrOverloaded) {
 		t.Fatalf("429: %v, want an error matching ErrOverloaded", errs[0])
 	}
@@ -256,7 +257,7 @@ func TestTransportClassifier(t *testing.T) {
 	c = client(b, bulkheadhttp.WithClassifier(func(_ int, err error) error { return err }))
 	defer c.CloseIdleConnections()
 	getAll(t, c, srv.URL+"/status/500")
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 func TestTransportRejectsServerOptions(t *testing.T) {
@@ -305,7 +306,7 @@ func TestTransportPanicInNextReleasesPermit(t *testing.T) {
 			c.Get("http://example.invalid/")
 		}()
 	}
-	checkRest(t, b, 3, 0, 0, 3)
+	semtest.AtRest(t, b, 3, 0, 0, 3)
 	var pe *bulkhead.PanicError
 	if errs := ev.finished(); !errors.As(errs[0], &pe) || !errors.Is(errs[0], boom) || len(pe.Stack) == 0 {
 		t.Fatalf("EventFinished error %v, want a *bulkhead.PanicError for boom", errs[0])
@@ -321,7 +322,7 @@ func TestTransportPanicInNextReleasesPermit(t *testing.T) {
 		}()
 		<-done
 	}
-	checkRest(t, b, 2, 0, 0, 2)
+	semtest.AtRest(t, b, 2, 0, 0, 2)
 }
 
 func TestTransportClassifierPanicReleasesPermit(t *testing.T) {
@@ -339,7 +340,7 @@ func TestTransportClassifierPanicReleasesPermit(t *testing.T) {
 			c.Get(srv.URL)
 		}()
 	}
-	checkRest(t, b, 2, 0, 0, 2)
+	semtest.AtRest(t, b, 2, 0, 0, 2)
 }
 
 // recorder keeps the bodies of the responses next returns.
@@ -425,7 +426,7 @@ func TestTransportDroppedBodyReturnsPermit(t *testing.T) {
 					return inFlight(b) == 0
 				})
 				waitFor(t, "the server to see the streams end", func() bool { return ended.Load() == n })
-				checkRest(t, b, n, 1, 0, 0)
+				semtest.AtRest(t, b, n, 1, 0, 0)
 			})
 		}
 	}
@@ -470,7 +471,7 @@ func TestTransportKeepsTrailers(t *testing.T) {
 					t.Errorf("%s: trailers %v, want %q", path, resp.Trailer, want)
 				}
 			}
-			checkRest(t, b, 2, 0, 0, 0)
+			semtest.AtRest(t, b, 2, 0, 0, 0)
 		})
 	}
 }
@@ -508,7 +509,7 @@ func TestTransportPassesCloseIdleConnections(t *testing.T) {
 		defer mu.Unlock()
 		return closed == 1
 	})
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 func TestTransportNilNextUsesDefaultTransport(t *testing.T) {
@@ -525,7 +526,7 @@ func TestTransportNilNextUsesDefaultTransport(t *testing.T) {
 	if string(data) != "hello" {
 		t.Fatalf("body %q", data)
 	}
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 // A 101 Switching Protocols response keeps a writable body, and its permit
@@ -573,5 +574,5 @@ func TestTransportUpgradeBodyStaysWritable(t *testing.T) {
 		t.Fatal("permit released while the upgraded connection is open")
 	}
 	rw.Close()
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }

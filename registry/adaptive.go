@@ -127,7 +127,6 @@ type control struct {
 	cfg   adaptive.Config
 	c     *adaptive.Controller
 	limit atomic.Int64 // the limit the controller chose last
-	live  atomic.Bool  // false while adaptive.New chooses the initial limit
 	unsub func()       // its subscription to the bulkhead's events (r.mu)
 }
 
@@ -142,7 +141,6 @@ func newControl(e *entry, cfg adaptive.Config, configured int) (*control, error)
 	}
 	ctl.c = c
 	ctl.limit.Store(int64(c.State().Limit))
-	ctl.live.Store(true)
 	return ctl, nil
 }
 
@@ -161,11 +159,14 @@ func (ctl *control) detach() {
 	}
 }
 
-// setLimit is the controller's set function.
+// setLimit is the controller's set function. It runs on the goroutines of
+// the bulkhead's events, which attach subscribes only after newControl has
+// set ctl.c; before, adaptive.New is choosing the initial limit, which the
+// registry applies itself.
 func (e *entry) setLimit(ctl *control, n int) error {
 	ctl.limit.Store(int64(n))
-	if !ctl.live.Load() {
-		return nil // the initial limit: the registry applies it
+	if ctl.c == nil {
+		return nil // the initial limit
 	}
 	_, err := e.sync()
 	return err

@@ -149,10 +149,15 @@ const (
 	maxReportedName = 10    // known names listed in an error
 )
 
-// errList collects ConfigErrors up to maxErrors, and warnings.
+// errList collects ConfigErrors up to maxErrors, and warnings. It also
+// counts the work done: one unit per step of each loop over the input (a
+// key, value, list item or alias read, a baseConfig link followed, a spec
+// merged over its base, a name sorted), which the tests check grows
+// linearly with the input.
 type errList struct {
 	errs  []error
 	warns []string
+	work  int
 }
 
 func (l *errList) add(line int, path, format string, args ...any) {
@@ -486,14 +491,19 @@ func (d *kindDesc[S, C]) compile(c Config, l *errList, loc locator) resolved[S] 
 	for _, shared := range []bool{true, false} {
 		m := *d.ptr(&c, shared)
 		for _, name := range sortedKeys(m) {
+			l.work++
 			d.check(m[name], l, loc, section{d.kind, shared}, name)
 		}
 	}
 	configs, instances := *d.ptr(&c, true), *d.ptr(&c, false)
-	names := sync.OnceValue(func() string { return known(configs) }) // once: it sorts
+	names := sync.OnceValue(func() string { // once: it sorts
+		l.work += len(configs)
+		return known(configs)
+	})
 	res := d.resolve(configs, names, l, loc)
 	sec := section{d.kind, false}
 	for _, name := range sortedKeys(instances) {
+		l.work++
 		s := instances[name]
 		if b := d.base(s); b != "" {
 			if _, ok := configs[b]; !ok {
@@ -594,6 +604,7 @@ func (d *kindDesc[S, C]) resolve(configs map[string]S, names func() string, l *e
 			if _, ok := configs[cur]; !ok {
 				break
 			}
+			l.work++
 			state[cur] = onPath
 			path = append(path, cur)
 			cur = baseOf(cur)
@@ -629,6 +640,7 @@ func (d *kindDesc[S, C]) resolve(configs map[string]S, names func() string, l *e
 			if !ok {
 				continue
 			}
+			l.work++
 			s := configs[name]
 			if b := baseOf(name); b != "" {
 				s = over(s, res[b])

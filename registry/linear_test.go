@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
-// Inputs that made the loader quadratic (issue 11): each builds a file of
-// about n bytes.
+// Inputs that made the loader quadratic (issue 11), or would make a careless
+// one: each builds a file of about n bytes.
 var adversarial = map[string]func(n int) string{
 	// One anchor used by many instances: plain alias fan-out.
 	"alias fan-out": func(n int) string {
@@ -80,6 +79,30 @@ var adversarial = map[string]func(n int) string{
 		}
 		return b.String()
 	},
+	// Many entries naming unknown configs: each error must not list the
+	// known configs again.
+	"many broken references": func(n int) string {
+		var b strings.Builder
+		b.WriteString("bulkhead:\n  configs:\n")
+		for i := 0; b.Len() < n/2; i++ {
+			fmt.Fprintf(&b, "    c%d: {baseConfig: missing%d}\n", i, i)
+		}
+		b.WriteString("  instances:\n")
+		for i := 0; b.Len() < n; i++ {
+			fmt.Fprintf(&b, "    i%d: {baseConfig: missing%d}\n", i, i)
+		}
+		return b.String()
+	},
+	// Many keys in one mapping: each is checked against those before it
+	// through a map, not pairwise.
+	"many keys": func(n int) string {
+		var b strings.Builder
+		b.WriteString("bulkhead:\n  instances:\n")
+		for i := 0; b.Len() < n; i++ {
+			fmt.Fprintf(&b, "    i%d: {}\n", i)
+		}
+		return b.String()
+	},
 	// The same chain closed into a cycle.
 	"cyclic baseConfig chain": func(n int) string {
 		var b strings.Builder
@@ -96,41 +119,37 @@ var adversarial = map[string]func(n int) string{
 	},
 }
 
-// fastest is the shortest of a few Loads of y: the least noisy measure on a
-// shared machine.
-func fastest(y string) time.Duration {
-	best := time.Duration(1<<63 - 1)
-	for range 5 {
-		start := time.Now()
-		_, _ = Load(strings.NewReader(y))
-		best = min(best, time.Since(start))
-	}
-	return best
-}
+// maxWork bounds the work Load may do on size bytes: the visit budget (one
+// key, value or list item per byte plus extraVisits), and a fixed number of
+// steps for each entry in validating and resolving it. A key takes two bytes
+// at least (",a"), and one anchored mapping may serve as the configs and the
+// instances of both kinds: a few entries per byte at most.
+func maxWork(size int) int { return 8*size + extraVisits }
 
-// TestLoadIsLinear: loading eight times the input takes about eight times
-// as long (the bound, 24 times, leaves room for a noisy machine; a quadratic
-// loader takes 64 times), for each input that used to be quadratic; and what
-// aliases and merge keys would expand too far is refused with a clear error.
+// TestLoadIsLinear: for each input that used to make the loader quadratic,
+// loading eight times the input does at most eight times the work (a
+// quadratic loader does 64 times), and within maxWork; and what aliases and
+// merge keys would expand too far is refused with a clear error. The work
+// is counted, not timed, so the test is exact and runs under -race too.
 func TestLoadIsLinear(t *testing.T) {
 	const n = 16 << 10
 	for name, gen := range adversarial {
 		t.Run(name, func(t *testing.T) {
 			small, large := gen(n), gen(8*n)
-			_, err := Load(strings.NewReader(large))
+			_, ws, _ := load(strings.NewReader(small), "")
+			_, wl, err := load(strings.NewReader(large), "")
 			if strings.Contains(name, "merge") {
 				if err == nil || !strings.Contains(err.Error(), "aliases and merge keys expand the file beyond what it may hold") {
 					t.Fatalf("error %v, want the expansion bound", err)
 				}
 			}
-			if raceEnabled {
-				return
+			t.Logf("%d bytes: work %d; %d bytes: work %d (%.2fx)", len(small), ws, len(large), wl, float64(wl)/float64(ws))
+			if wl > 8*ws {
+				t.Errorf("%d bytes take work %d, %d bytes %d: not linear", len(small), ws, len(large), wl)
 			}
-			ts, tl := fastest(small), fastest(large)
-			if tl > 24*ts+20*time.Millisecond {
-				t.Errorf("%d bytes load in %v, %d bytes in %v: not linear", len(small), ts, len(large), tl)
+			if wl > maxWork(len(large)) {
+				t.Errorf("%d bytes take work %d, more than %d", len(large), wl, maxWork(len(large)))
 			}
-			t.Logf("%d bytes: %v; %d bytes: %v", len(small), ts, len(large), tl)
 		})
 	}
 }
@@ -146,31 +165,5 @@ func TestLoadWithinBoundAccepted(t *testing.T) {
 	c := mustLoad(t, b.String())
 	if len(c.Semaphores) != 2000 || !ptrEq(c.Semaphores["i1999"].MaxConcurrentCalls, 2) {
 		t.Fatalf("got %d instances", len(c.Semaphores))
-	}
-}
-
-// TestLoadManyBrokenReferencesIsLinear: many entries naming unknown
-// configs are reported (up to the cap) without listing the known configs
-// again for each.
-func TestLoadManyBrokenReferencesIsLinear(t *testing.T) {
-	gen := func(n int) string {
-		var b strings.Builder
-		b.WriteString("bulkhead:\n  configs:\n")
-		for i := 0; b.Len() < n/2; i++ {
-			fmt.Fprintf(&b, "    c%d: {baseConfig: missing%d}\n", i, i)
-		}
-		b.WriteString("  instances:\n")
-		for i := 0; b.Len() < n; i++ {
-			fmt.Fprintf(&b, "    i%d: {baseConfig: missing%d}\n", i, i)
-		}
-		return b.String()
-	}
-	if raceEnabled {
-		t.Skip("timing under the race detector says nothing")
-	}
-	small, large := gen(16<<10), gen(128<<10)
-	ts, tl := fastest(small), fastest(large)
-	if tl > 24*ts+20*time.Millisecond {
-		t.Errorf("%d bytes load in %v, %d bytes in %v: not linear", len(small), ts, len(large), tl)
 	}
 }

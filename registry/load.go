@@ -48,7 +48,10 @@ const (
 // and merge keys may make it read a part again, but it reads at most one
 // key, value or list item per byte of input plus 10,000, and refuses a file
 // that would expand further.
-func Load(r io.Reader) (Config, error) { return load(r, "") }
+func Load(r io.Reader) (Config, error) {
+	c, _, err := load(r, "")
+	return c, err
+}
 
 // LoadFile reads the YAML configuration in the named file, as [Load] does.
 func LoadFile(path string) (Config, error) {
@@ -57,7 +60,8 @@ func LoadFile(path string) (Config, error) {
 		return Config{}, fmt.Errorf("registry: %w", err)
 	}
 	defer f.Close()
-	return load(f, path)
+	c, _, err := load(f, path)
+	return c, err
 }
 
 type posKey struct {
@@ -78,13 +82,14 @@ type loader struct {
 	hint   string // a top-level key that looks like a misspelt resilience4j
 }
 
-func load(r io.Reader, file string) (Config, error) {
+// load is Load, also returning the work it did (see errList.work).
+func load(r io.Reader, file string) (Config, int, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
 	if err != nil {
-		return Config{}, fmt.Errorf("registry: reading %s: %w", cmp.Or(file, "configuration"), err)
+		return Config{}, 0, fmt.Errorf("registry: reading %s: %w", cmp.Or(file, "configuration"), err)
 	}
 	if len(data) > maxFileSize {
-		return Config{}, &ConfigError{File: file, Msg: fmt.Sprintf("the configuration is larger than %d bytes", maxFileSize)}
+		return Config{}, 0, &ConfigError{File: file, Msg: fmt.Sprintf("the configuration is larger than %d bytes", maxFileSize)}
 	}
 	ld := &loader{pos: map[posKey]posVal{}, visits: len(data) + extraVisits}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -94,7 +99,7 @@ func load(r io.Reader, file string) (Config, error) {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			return Config{}, &ConfigError{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+			return Config{}, ld.l.work, &ConfigError{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 		}
 		if len(doc.Content) > 0 {
 			ld.document(doc.Content[0])
@@ -113,9 +118,9 @@ func load(r io.Reader, file string) (Config, error) {
 		e.(*ConfigError).File = file
 	}
 	if len(ld.l.errs) > 0 {
-		return Config{}, errors.Join(ld.l.errs...)
+		return Config{}, ld.l.work, errors.Join(ld.l.errs...)
 	}
-	return ld.cfg, nil
+	return ld.cfg, ld.l.work, nil
 }
 
 // locate implements locator with the positions recorded while loading.
@@ -160,6 +165,7 @@ func normalize(k string) string {
 // visit spends one unit of the loader's budget, reporting false (once, with
 // an error) when it is spent.
 func (ld *loader) visit(line int, path string) bool {
+	ld.l.work++
 	ld.visits--
 	if ld.visits == -1 {
 		ld.l.add(line, path, "aliases and merge keys expand the file beyond what it may hold (one key, value or list item per byte plus %d)", extraVisits)

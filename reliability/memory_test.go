@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/semtest"
 	"github.com/bulkhead-go/bulkhead/pool"
 )
 
@@ -108,7 +109,7 @@ func TestMemoryBurstSemaphore(t *testing.T) {
 	}
 	waitGoroutines(t, goroutines)
 	after := heapAfterGC()
-	semAtRest(t, b, permitted, rejected, 0, 0)
+	semtest.AtRest(t, b, permitted, rejected, 0, 0)
 	// A leak of even 8 bytes per call would show as 800 KB.
 	const slack = 256 << 10
 	if after > base+slack {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/semtest"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
@@ -55,7 +56,7 @@ func TestMisuseReleaseWithoutAcquire(t *testing.T) {
 	if msg := recovered(b.Release); msg == "" {
 		t.Fatal("a third Release after two permits did not panic")
 	}
-	semAtRest(t, b, 2, 1, 0, 0)
+	semtest.AtRest(t, b, 2, 1, 0, 0)
 }
 
 // TestMisuseNilFunction: a nil function is a programming error. The pool
@@ -110,7 +111,7 @@ func TestMisuseNilContext(t *testing.T) {
 			t.Errorf("%s(nil ctx): %q, want a panic naming the nil Context", name, msg)
 		}
 	}
-	semAtRest(t, b, 0, 0, 0, 0)
+	semtest.AtRest(t, b, 0, 0, 0, 0)
 
 	p := newPool(t, pool.Config{MaxWorkers: 1})
 	if msg := recovered(func() { p.Go(nil, fn) }); !strings.Contains(msg, "nil Context") {

@@ -34,16 +34,20 @@ type pfModel struct {
 // pfTask is one accepted Submit.
 type pfTask struct {
 	id       int
-	blocking bool               // waits for release or its context; else returns at once
-	queued   bool               // in the model's queue
-	done     bool               // the model says its future has completed
-	want     string             // when done: ok, fail, panic, cancelled, dropped, expired, closed
-	deadline time.Time          // zero: no QueueTimeout
-	cancel   context.CancelFunc // the submitter's context
-	release  chan int           // how a blocking task returns: 0 value, 1 error, 2 panic
-	f        *future.Future[int]
-	runs     atomic.Int32 // times the function started
-	thens    atomic.Int32 // times a Then callback on the future ran
+	blocking bool                     // waits for release or its context; else returns at once
+	queued   bool                     // in the model's queue
+	done     bool                     // the model says its future has completed
+	want     string                   // when done: ok, fail, panic, cancelled, dropped, expired, closed
+	deadline time.Time                // zero: no QueueTimeout
+	cancel   context.CancelFunc       // the submitter's context
+	release  chan int                 // how a blocking task returns: 0 value, 1 error, 2 panic
+	wait     chan *future.Future[int] // a blocking task waits for this future, then carries on
+	f, then  *future.Future[int]      // its future, and a Then future of it
+	runs     atomic.Int32             // times the function started
+	thens    atomic.Int32             // times a Then callback on the future ran
+	waitOn   *pfTask                  // the task whose future this one waits for, if not done
+	lender   *pfTask                  // the task whose wait started this one in its slot
+	waiting  atomic.Bool              // blocked in a wait inside the task
 	checked  bool
 	v        int
 	err      error
@@ -96,6 +100,22 @@ func (m *pfModel) settle() {
 	}
 }
 
+// busy reports whether t waits for a task that is not done.
+func (t *pfTask) busy() bool { return t.waitOn != nil && !t.waitOn.done }
+
+// reaches reports whether t's chain of waits leads to u.
+func (t *pfTask) reaches(u *pfTask) bool {
+	for ; t != nil; t = t.waitOn {
+		if t == u {
+			return true
+		}
+		if !t.busy() {
+			return false
+		}
+	}
+	return false
+}
+
 func (m *pfModel) unqueue(t *pfTask) {
 	for i, x := range m.queue {
 		if x == t {
@@ -111,10 +131,14 @@ func (m *pfModel) unqueue(t *pfTask) {
 // (by its future or its submitter's context), let time pass (queued tasks
 // expire), release a blocking task (it returns, fails or panics),
 // reconfigure workers, queue, QueueTimeout and KeepAlive, close (giving
-// up at once, or waiting on another goroutine), and submit with a context
-// already done. After every step, once every goroutine is idle, it checks
-// Stats against the model, that no task started with more tasks running
-// than the limit in force (counted inside the tasks), that the queue only
+// up at once, or waiting on another goroutine), submit with a context
+// already done, and make a blocking task wait, with its own context, for
+// another task's future or Then future: a queued one is helped (started at
+// once in the waiting task's slot), a running one awaited. After every step,
+// once every goroutine is idle, it checks Stats against the model, that no
+// task started with more tasks running than the limit in force (counted
+// inside the tasks; a task blocked in a wait does not run, and a helped task
+// must start only while its lender is blocked), that the queue only
 // grows while under its capacity, and that every future has completed
 // exactly when the model says, with the result it says, and that no task
 // ran twice. At the end it drains and closes the pool and checks the
@@ -126,6 +150,11 @@ func FuzzPoolStateMachine(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 0, 0, 0, 4, 0, 4, 0})
 	f.Add([]byte{5, 0x11, 1, 0, 1, 0, 1, 0, 1, 0, 3, 2, 4, 0x10, 2, 0, 2, 0x81, 6, 0})
 	f.Add([]byte{5, 0x25, 1, 0, 1, 0, 0, 0, 1, 0, 5, 0x03, 5, 0x42, 4, 0, 3, 7, 6, 1, 4, 0, 0, 0})
+	// Helping: a task waits for a queued task (run in its slot), then for
+	// a Then future of a queued quick task; a task waits for a running one
+	// and is cancelled while waiting.
+	f.Add([]byte{1, 0, 1, 0, 0, 0, 1, 0, 8, 0x08, 4, 0x01, 8, 0x80, 4, 0})
+	f.Add([]byte{1, 0, 1, 0, 1, 0, 8, 0x08, 2, 0x80, 8, 0, 6, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 400 {
 			data = data[:400]
@@ -158,29 +187,48 @@ func runPoolModel(t *testing.T, data []byte) {
 
 	submit := func(blocking bool) {
 		ctx, cancel := context.WithCancel(context.Background())
-		pt := &pfTask{id: len(all), blocking: blocking, cancel: cancel, release: make(chan int, 1)}
+		pt := &pfTask{id: len(all), blocking: blocking, cancel: cancel, release: make(chan int, 1), wait: make(chan *future.Future[int])}
 		kind := map[bool]string{false: "quick", true: "block"}[blocking]
 		fmt.Fprintf(&trace, "submit-%s#%d ", kind, pt.id)
 		fut, err := pool.Submit(ctx, b, func(ctx context.Context) (int, error) {
 			pt.runs.Add(1)
-			if n, l := runningNow.Add(1), limitInForce.Load(); n > l {
+			n, l := runningNow.Add(1), limitInForce.Load()
+			switch {
+			case pt.lender != nil: // started in the slot of a task blocked waiting for it
+				if !pt.lender.waiting.Load() {
+					overLimit.CompareAndSwap(nil, fmt.Sprintf("task %d started in the slot of task %d, which is not waiting", pt.id, pt.lender.id))
+				}
+			case n > l:
 				overLimit.CompareAndSwap(nil, fmt.Sprintf("task %d started with %d running, limit %d", pt.id, n, l))
 			}
 			defer runningNow.Add(-1)
 			if !blocking {
 				return pt.id, nil
 			}
-			select {
-			case how := <-pt.release:
-				switch how {
-				case 1:
-					return 0, errWork
-				case 2:
-					panic("fuzz")
+			for {
+				select {
+				case how := <-pt.release:
+					switch how {
+					case 1:
+						return 0, errWork
+					case 2:
+						panic("fuzz")
+					}
+					return pt.id, nil
+				case f := <-pt.wait:
+					// Blocked in Wait, this task does not run: the task it
+					// helps may run in its slot.
+					pt.waiting.Store(true)
+					runningNow.Add(-1)
+					f.Wait(ctx)
+					runningNow.Add(1)
+					pt.waiting.Store(false)
+					if err := ctx.Err(); err != nil {
+						return 0, err
+					}
+				case <-ctx.Done():
+					return 0, ctx.Err()
 				}
-				return pt.id, nil
-			case <-ctx.Done():
-				return 0, ctx.Err()
 			}
 		})
 		switch {
@@ -220,7 +268,7 @@ func runPoolModel(t *testing.T, data []byte) {
 		}
 		accepted++
 		pt.f = fut
-		future.Then(fut, func(v int) (int, error) { pt.thens.Add(1); return v, nil })
+		pt.then = future.Then(fut, func(v int) (int, error) { pt.thens.Add(1); return v, nil })
 		m.settle()
 	}
 
@@ -323,7 +371,7 @@ func runPoolModel(t *testing.T, data []byte) {
 	}
 
 	for i := 0; i+1 < len(data); i += 2 {
-		op, arg := data[i]%8, data[i+1]
+		op, arg := data[i]%9, data[i+1]
 		switch op {
 		case 0, 1:
 			submit(op == 1)
@@ -363,7 +411,7 @@ func runPoolModel(t *testing.T, data []byte) {
 		case 4: // a blocking running task returns, fails or panics
 			var rs []*pfTask
 			for _, pt := range m.running {
-				if pt.blocking {
+				if pt.blocking && !pt.busy() {
 					rs = append(rs, pt)
 				}
 			}
@@ -442,6 +490,40 @@ func runPoolModel(t *testing.T, data []byte) {
 			if _, err := pool.Submit(ctx, b, func(context.Context) (int, error) { return 0, nil }); err != context.Canceled {
 				fail("Submit(done ctx) = %v", err)
 			}
+		case 8: // a blocking running task waits, with its context, for another task's future or Then future
+			var ws []*pfTask
+			for _, pt := range m.running {
+				if pt.blocking && !pt.busy() {
+					ws = append(ws, pt)
+				}
+			}
+			if len(ws) == 0 {
+				continue
+			}
+			w := ws[int(arg&0x07)%len(ws)]
+			var ts []*pfTask // queued ones twice, so that it helps more often than not
+			for _, pt := range append(append([]*pfTask(nil), m.queue...), pending()...) {
+				if !pt.reaches(w) {
+					ts = append(ts, pt)
+				}
+			}
+			if len(ts) == 0 {
+				continue
+			}
+			pt := ts[int(arg>>3&0x0f)%len(ts)]
+			f, via := pt.f, "future"
+			if arg&0x80 != 0 {
+				f, via = pt.then, "then"
+			}
+			fmt.Fprintf(&trace, "wait#%d-on-%s#%d ", w.id, via, pt.id)
+			w.waitOn = pt
+			if pt.queued { // helped: it starts at once in w's slot
+				pt.lender = w
+				m.unqueue(pt)
+				m.start(pt)
+			}
+			w.wait <- f
+			m.settle()
 		}
 		check()
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/bulkheadhttp"
+	"github.com/bulkhead-go/bulkhead/internal/semtest"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -30,19 +31,6 @@ func newSem(t testing.TB, limit int, wait time.Duration) *semaphore.Bulkhead {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// semAtRest fails unless b is at rest with exactly these counters.
-func semAtRest(t testing.TB, b *semaphore.Bulkhead, permitted, rejected, cancelled, failed uint64) {
-	t.Helper()
-	s := b.Stats()
-	limit := b.Config().MaxConcurrentCalls
-	want := bulkhead.Stats{Name: b.Name(), Kind: bulkhead.Semaphore, MaxConcurrentCalls: limit,
-		AvailableConcurrentCalls: limit, Permitted: permitted, Rejected: rejected, Cancelled: cancelled,
-		Finished: permitted, Failed: failed}
-	if s != want {
-		t.Fatalf("stats\n got %+v\nwant %+v", s, want)
-	}
 }
 
 // guardedClient is an http.Client whose requests go through b, on its own
@@ -90,7 +78,7 @@ func TestFaultHangingDependency(t *testing.T) {
 	if err := <-got; !errors.Is(err, context.Canceled) {
 		t.Fatalf("hanging request: %v, want context.Canceled", err)
 	}
-	semAtRest(t, b, 1, 1, 0, 1)
+	semtest.AtRest(t, b, 1, 1, 0, 1)
 }
 
 func TestFaultClientTimeoutOnHangingDependency(t *testing.T) {
@@ -105,7 +93,7 @@ func TestFaultClientTimeoutOnHangingDependency(t *testing.T) {
 			t.Fatalf("got %v, want a client timeout", err)
 		}
 	}
-	semAtRest(t, b, 3, 0, 0, 3)
+	semtest.AtRest(t, b, 3, 0, 0, 3)
 }
 
 // rawServer accepts connections on loopback and hands each to serve.
@@ -163,7 +151,7 @@ func TestFaultConnectionResetBeforeResponse(t *testing.T) {
 			t.Fatalf("got %v, want a connection error", err)
 		}
 	}
-	semAtRest(t, b, 3, 0, 0, 3)
+	semtest.AtRest(t, b, 3, 0, 0, 3)
 }
 
 func TestFaultConnectionResetMidBody(t *testing.T) {
@@ -184,9 +172,9 @@ func TestFaultConnectionResetMidBody(t *testing.T) {
 	}
 	// A read that fails ends the body as EOF does: the dependency is no
 	// longer busy, the permit is back at once, and the call failed.
-	semAtRest(t, b, 1, 0, 0, 1)
+	semtest.AtRest(t, b, 1, 0, 0, 1)
 	resp.Body.Close()
-	semAtRest(t, b, 1, 0, 0, 1)
+	semtest.AtRest(t, b, 1, 0, 0, 1)
 }
 
 func TestFaultErrorStatus(t *testing.T) {
@@ -211,7 +199,7 @@ func TestFaultErrorStatus(t *testing.T) {
 		t.Fatalf("in flight %d while a 503 body is unread", s.InFlight)
 	}
 	resp.Body.Close()
-	semAtRest(t, b, 1, 0, 0, 1)
+	semtest.AtRest(t, b, 1, 0, 0, 1)
 	if !errors.Is(finished, bulkhead.ErrOverloaded) {
 		t.Fatalf("EventFinished error %v, want one matching ErrOverloaded", finished)
 	}
@@ -286,7 +274,7 @@ func TestFaultSlowStreamingBodyHoldsPermitUntilEOF(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	semAtRest(t, b, 2, 0, 0, 0)
+	semtest.AtRest(t, b, 2, 0, 0, 0)
 }
 
 func TestFaultBodyClosedMidStream(t *testing.T) {
@@ -304,11 +292,11 @@ func TestFaultBodyClosedMidStream(t *testing.T) {
 	}
 	resp.Body.Close() // the caller stops reading early
 	resp.Body.Close()
-	semAtRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 	if _, err := resp.Body.Read(buf); err == nil {
 		t.Fatal("read after Close succeeded")
 	}
-	semAtRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 func TestFaultRejectedRequestBodyIsClosed(t *testing.T) {
@@ -327,7 +315,7 @@ func TestFaultRejectedRequestBodyIsClosed(t *testing.T) {
 		t.Fatalf("request body closed %d times after a rejection, want 1", body.closed.Load())
 	}
 	b.Release()
-	semAtRest(t, b, 1, 1, 0, 0)
+	semtest.AtRest(t, b, 1, 1, 0, 0)
 }
 
 type closeRecorder struct {
@@ -374,7 +362,7 @@ func TestFaultDroppedBodyReturnsPermitAfterGC(t *testing.T) {
 		runtime.GC()
 		return b.Stats().InFlight == 0
 	})
-	semAtRest(t, b, n, 1, 0, 0)
+	semtest.AtRest(t, b, n, 1, 0, 0)
 	cancel() // frees net/http's connections, which the dropped bodies kept busy
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/semtest"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -42,7 +43,7 @@ func TestConcurrentWrongReleasesLeaveStateIntact(t *testing.T) {
 		t.Fatal("bulkhead unusable after wrong Releases")
 	}
 	b.Release()
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 // A listener may call back into the bulkhead: no lock is held while it runs.
@@ -74,7 +75,7 @@ func TestListenerMayCallBackIntoBulkhead(t *testing.T) {
 			t.Fatalf("events %v, want %v", seen, want)
 		}
 	}
-	checkRest(t, b, 2, 0, 0, 0)
+	semtest.AtRest(t, b, 2, 0, 0, 0)
 }
 
 // A listener that ends its goroutine while Do reports the permit must not
@@ -96,7 +97,7 @@ func TestListenerGoexitDoesNotStrandPermit(t *testing.T) {
 	}()
 	<-done
 	cancel()
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 func TestEventsCarryWaitAndRunTimes(t *testing.T) {
@@ -140,4 +141,70 @@ func TestEventsCarryWaitAndRunTimes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// cancelCtx is a Context cancelled by closing done: made before a
+// measurement, so that cancelling allocates nothing during it.
+type cancelCtx struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *cancelCtx) Done() <-chan struct{} { return c.done }
+
+func (c *cancelCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// A waiter that joins a line makes two allocations, its place in line and
+// the channel it waits on: the line's timer is the first waiter's. (One
+// timer per waiter would make it five.) Each measured Acquire queues behind
+// a waiter that stays in line, and leaves when a helper cancels it.
+func TestWaiterJoiningALineAllocatesTwo(t *testing.T) {
+	b := mustNew(t, 1, time.Hour)
+	b.Acquire(context.Background())
+	first, stopFirst := context.WithCancel(context.Background())
+	firstDone := make(chan error)
+	go func() { firstDone <- b.Acquire(first) }()
+	waitFor(t, "the first waiter", func() bool { return b.Stats().Waiting == 1 })
+
+	const runs = 100
+	ctxs := make(chan *cancelCtx, runs+1) // AllocsPerRun runs once more to warm up
+	for range runs + 1 {
+		ctxs <- &cancelCtx{Context: context.Background(), done: make(chan struct{})}
+	}
+	next := make(chan *cancelCtx)
+	helperDone := make(chan struct{})
+	go func() { // cancels each measured waiter once it is in line
+		defer close(helperDone)
+		for c := range next {
+			for b.Stats().Waiting != 2 {
+				runtime.Gosched()
+			}
+			close(c.done)
+		}
+	}()
+	n := testing.AllocsPerRun(runs, func() {
+		c := <-ctxs
+		next <- c
+		if err := b.Acquire(c); err != context.Canceled {
+			t.Fatalf("Acquire: %v, want context.Canceled", err)
+		}
+	})
+	close(next)
+	<-helperDone
+	stopFirst()
+	if err := <-firstDone; err != context.Canceled {
+		t.Fatalf("first waiter: %v, want context.Canceled", err)
+	}
+	b.Release()
+	semtest.AtRest(t, b, 1, 0, runs+2, 0)
+	if n != 2 {
+		t.Fatalf("a waiter joining a line allocates %v times, want 2", n)
+	}
 }

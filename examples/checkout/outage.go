@@ -52,34 +52,34 @@ const (
 // server whose handler capacity is bounded is flooded with payment requests
 // while the payment gateway is slow, and stock checks are measured.
 func runOutage(ctx context.Context, w io.Writer, o options) (outage, error) {
-	var (
-		r                   outage
-		errWithout, errWith error
-		errAdmission        error
-		wg                  sync.WaitGroup
-	)
-	wg.Go(func() { r.without, errWithout = outageVariant(ctx, o, unguarded) })
-	wg.Go(func() { r.with, errWith = outageVariant(ctx, o, guardClients) })
-	wg.Go(func() { r.admission, errAdmission = outageVariant(ctx, o, guardRoute) })
+	var r outage
+	variants := []struct {
+		name  string
+		guard int
+		run   *outageRun
+		err   error
+	}{
+		{"without bulkheads", unguarded, &r.without, nil},
+		{"with bulkheads", guardClients, &r.with, nil},
+		{"Handler on /pay", guardRoute, &r.admission, nil},
+	}
+	var wg sync.WaitGroup
+	for i := range variants {
+		v := &variants[i]
+		wg.Go(func() { *v.run, v.err = outageVariant(ctx, o, v.guard) })
+	}
 	wg.Wait()
-	if errWithout != nil {
-		return r, fmt.Errorf("without bulkheads: %w", errWithout)
-	}
-	if errWith != nil {
-		return r, fmt.Errorf("with bulkheads: %w", errWith)
-	}
-	if errAdmission != nil {
-		return r, fmt.Errorf("with a Handler on /checkout/pay: %w", errAdmission)
+	for _, v := range variants {
+		if v.err != nil {
+			return r, fmt.Errorf("%s: %w", v.name, v.err)
+		}
 	}
 
 	fmt.Fprintf(w, "3. Outage: a checkout server with %d handler slots gets %d GET /checkout/pay at once,\n", handlerSlots, payRequests)
 	fmt.Fprintf(w, "   then %d GET /checkout/stock one by one while the payment gateway is stalled.\n", stockChecks)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "   \tstock answered\tpayment paid\trefused (503)\tslowest paid\n")
-	for _, v := range []struct {
-		name string
-		run  outageRun
-	}{{"without bulkheads", r.without}, {"with bulkheads", r.with}, {"Handler on /pay", r.admission}} {
+	for _, v := range variants {
 		fmt.Fprintf(tw, "   %s\t%d of %d\t%d\t%d\t%.1fs\n", v.name, v.run.stockAnswered, stockChecks,
 			v.run.paid, v.run.refused, v.run.slowestPaid.Seconds())
 	}
