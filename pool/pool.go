@@ -31,19 +31,22 @@ const antsHeadroom = 2
 // Bulkhead is safe for concurrent use; create one with [New] and stop it with
 // [Bulkhead.Close].
 type Bulkhead struct {
-	// load packs active<<32 | queued and limits packs maxWorkers<<32 |
-	// queueCap, so that a rejection is decided from two atomic loads.
-	load     atomic.Uint64
-	limits   atomic.Uint64
-	closed   atomic.Bool
-	rejected atomic.Uint64 // counted without the lock, on the rejection fast path
+	// saturated is true while every worker is busy and the queue is full,
+	// so that a rejection is decided from one atomic load. It is written
+	// (under mu) only when it changes.
+	saturated atomic.Bool
+	closed    atomic.Bool
+	rejected  atomic.Uint64 // counted without the lock, on the rejection fast path
 
-	name    string
-	hub     event.Hub[bulkhead.Event]
-	cfg     atomic.Pointer[Config]
-	full    atomic.Pointer[fullErrors]
-	ants    atomic.Pointer[ants.PoolWithFunc]
-	workers sync.WaitGroup // goroutines running work: ants workers, and our own when ants has none free
+	name string
+	hub  event.Hub[bulkhead.Event]
+	cfg  atomic.Pointer[Config]
+	full atomic.Pointer[fullErrors]
+	ants atomic.Pointer[ants.PoolWithFunc]
+	// busy counts the goroutines running work (ants workers, and our own
+	// when ants has none free): Close waits for it to reach 0 (see
+	// workDone and releaseLocked).
+	busy atomic.Int64
 
 	mu         sync.Mutex // guards everything below and every node's links and state
 	active     int        // tasks running (or handed to a worker to run)
@@ -67,7 +70,8 @@ type Bulkhead struct {
 	running                                list // active tasks, for Close to cancel
 	watches                                map[<-chan struct{}]*watch
 	closing                                bool
-	releasing                              bool          // the release goroutine has started
+	releasing                              bool          // closed and drained: released closes once busy is 0
+	releaseStarted                         bool          // the release goroutine has started
 	helpFree                               chan struct{} // closed when a lent slot is given back, if a wait wants one (see help)
 	released                               chan struct{} // closed when no worker of the bulkhead is left
 }
@@ -121,7 +125,6 @@ func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
 // not yet shared.
 func (b *Bulkhead) apply(cfg Config) {
 	b.maxWorkers, b.queueCap, b.maxWait = cfg.MaxWorkers, cfg.QueueCapacity, cfg.QueueTimeout
-	b.limits.Store(uint64(cfg.MaxWorkers)<<32 | uint64(cfg.QueueCapacity))
 	b.cfg.Store(&cfg)
 	e := bulkhead.FullError{Name: b.name, Kind: bulkhead.Pool, MaxConcurrentCalls: cfg.MaxWorkers,
 		QueueCapacity: cfg.QueueCapacity, MaxWaitDuration: cfg.QueueTimeout}
@@ -130,9 +133,13 @@ func (b *Bulkhead) apply(cfg Config) {
 	b.full.Store(&fullErrors{now: &e, waited: &w})
 }
 
-// storeLoad publishes active and queued for the lock-free rejection check.
-// b.mu must be held.
-func (b *Bulkhead) storeLoad() { b.load.Store(uint64(b.active)<<32 | uint64(b.queued)) }
+// storeLoad publishes whether b is saturated, for the lock-free rejection
+// check. b.mu must be held.
+func (b *Bulkhead) storeLoad() {
+	if s := b.active >= b.maxWorkers && b.queued >= b.queueCap; s != b.saturated.Load() {
+		b.saturated.Store(s)
+	}
+}
 
 // Name returns the name the Bulkhead was created with.
 func (b *Bulkhead) Name() string { return b.name }
@@ -263,8 +270,7 @@ func (b *Bulkhead) precheck(ctx context.Context, wait bool) error {
 	if b.closed.Load() {
 		return bulkhead.ErrClosed
 	}
-	l, m := b.load.Load(), b.limits.Load()
-	if !wait && l>>32 >= m>>32 && uint32(l) >= uint32(m) {
+	if !wait && b.saturated.Load() {
 		return b.reject()
 	}
 	return nil
@@ -556,7 +562,7 @@ func (b *Bulkhead) parentDone(w *watch) {
 // run, since its workers stay busy after their tasks' slots are freed (see
 // antsHeadroom).
 func (b *Bulkhead) invoke(n *node) {
-	b.workers.Add(1)
+	b.busy.Add(1)
 	for {
 		p := b.ants.Load()
 		err := p.Invoke(n)
@@ -574,9 +580,21 @@ func (b *Bulkhead) invoke(n *node) {
 // work is the ants pool's function: it runs n, then, while tasks wait and
 // the worker limit allows, the oldest of them, on this goroutine.
 func (b *Bulkhead) work(arg any) {
-	defer b.workers.Done()
+	defer b.workDone()
 	for n := arg.(*node); n != nil; {
 		n = b.run(n)
+	}
+}
+
+// workDone ends a goroutine's work (counted by invoke). The last one to end
+// after Close starts the release.
+func (b *Bulkhead) workDone() {
+	// Close stores closed before drainedLocked reads busy: either this
+	// sees closed, or drainedLocked sees this decrement.
+	if b.busy.Add(-1) == 0 && b.closed.Load() {
+		b.mu.Lock()
+		b.releaseLocked()
+		b.mu.Unlock()
 	}
 }
 
@@ -648,7 +666,7 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		b.drainedLocked()
 	}
 	b.mu.Unlock()
-	n.ctx.end(context.Canceled, true)
+	n.ctx.finish()
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
 		b.invoke(next)
@@ -753,7 +771,7 @@ func (b *Bulkhead) dropLocked(n *node) {
 // dropped completes the future of a node that left the queue without
 // running, then publishes typ.
 func (b *Bulkhead) dropped(n *node, typ bulkhead.EventType, err error) {
-	n.ctx.end(context.Canceled, true)
+	n.ctx.finish()
 	n.j.fail(err)
 	if b.hub.Active() {
 		b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
@@ -782,7 +800,7 @@ func failAll(ns []*node, err error) {
 		}
 	}()
 	for ; i < len(ns); i++ {
-		ns[i].ctx.end(context.Canceled, true)
+		ns[i].ctx.finish()
 		ns[i].j.fail(err)
 	}
 }
@@ -968,13 +986,22 @@ func (b *Bulkhead) drainedLocked() {
 		b.timer.Stop()
 		b.timerAt = 0
 	}
+	b.releaseLocked()
+}
+
+// releaseLocked releases the ants pool and then closes released, once the
+// Bulkhead is drained and no goroutine runs its work (their callbacks
+// included). ants' ReleaseContext busy-waits for its goroutines to exit;
+// Release does not wait at all; it runs on a goroutine of its own since
+// the caller may be one of those goroutines. b.mu must be held.
+func (b *Bulkhead) releaseLocked() {
+	if !b.releasing || b.releaseStarted || b.busy.Load() != 0 {
+		return
+	}
+	b.releaseStarted = true
 	p := b.ants.Load()
-	// ants' ReleaseContext busy-waits for its goroutines to exit; Release
-	// does not wait at all. The bulkhead waits for its own workers instead
-	// (which may include the caller: hence the goroutine).
 	go func() {
 		p.Release()
-		b.workers.Wait()
 		close(b.released)
 	}()
 }

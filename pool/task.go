@@ -141,6 +141,11 @@ type runCtx struct {
 	parent context.Context
 	hide   bool         // parent can end: hide its cancellation and watch it
 	vals   atomic.Value // context.Context: WithoutCancel(parent), made by the first Value
+	// flags is 0 until the context is touched (ctxTouched: Done, AfterFunc
+	// or a cancellation; from then on the fields below, under mu, say
+	// everything) or ended untouched (ctxEndedFast: Err is
+	// context.Canceled and nothing else is left to do).
+	flags atomic.Uint32
 
 	mu       sync.Mutex
 	done     atomic.Value // chan struct{}, made lazily
@@ -148,6 +153,27 @@ type runCtx struct {
 	afters   *afterFunc  // functions to run when done, newest first
 	watching bool        // the watch on parent was started
 	stop     func() bool // stops the watch on parent
+}
+
+const (
+	ctxTouched   = 1
+	ctxEndedFast = 2
+)
+
+// touch prepares c for Done, AfterFunc or a cancellation. It reports false
+// if c has ended untouched: it is done with context.Canceled.
+func (c *runCtx) touch() bool {
+	for {
+		switch c.flags.Load() {
+		case ctxTouched:
+			return true
+		case ctxEndedFast:
+			return false
+		}
+		if c.flags.CompareAndSwap(0, ctxTouched) {
+			return true
+		}
+	}
 }
 
 type afterFunc struct {
@@ -182,6 +208,9 @@ func (c *runCtx) Done() <-chan struct{} {
 	if d := c.done.Load(); d != nil {
 		return d.(chan struct{})
 	}
+	if !c.touch() {
+		return closedChan
+	}
 	c.mu.Lock()
 	d := c.done.Load()
 	if d == nil {
@@ -198,19 +227,26 @@ func (c *runCtx) Done() <-chan struct{} {
 }
 
 func (c *runCtx) Err() error {
-	c.mu.Lock()
-	err := c.err
-	c.mu.Unlock()
-	if err == nil && c.hide {
-		// Not watched yet, or the watch has not run yet: ask the parent.
-		if perr := c.parent.Err(); perr != nil {
-			c.cancel(perr)
-			c.mu.Lock()
-			err = c.err
-			c.mu.Unlock()
+	switch c.flags.Load() {
+	case ctxEndedFast:
+		return context.Canceled
+	case ctxTouched:
+		c.mu.Lock()
+		err := c.err
+		c.mu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
-	return err
+	if !c.hide {
+		return nil
+	}
+	// Not watched yet, or the watch has not run yet: ask the parent.
+	if perr := c.parent.Err(); perr != nil {
+		c.cancel(perr)
+		return c.Err() // ended now, by this cancel or another end
+	}
+	return nil
 }
 
 // watch starts watching the submitter's context, once, unless it cannot end
@@ -243,6 +279,10 @@ func (c *runCtx) String() string { return "pool task context" }
 // [context.AfterFunc] does; the context package calls it for contexts
 // derived from c.
 func (c *runCtx) AfterFunc(f func()) (stop func() bool) {
+	if !c.touch() {
+		go f()
+		return func() bool { return false }
+	}
 	c.watch()
 	a := &afterFunc{f: f}
 	c.mu.Lock()
@@ -277,10 +317,23 @@ func (c *runCtx) AfterFunc(f func()) (stop func() bool) {
 }
 
 // cancel ends c with err (the first call wins).
-func (c *runCtx) cancel(err error) { c.end(err, false) }
+func (c *runCtx) cancel(err error) {
+	if c.touch() {
+		c.end(err, false)
+	}
+}
 
-// end ends c with err (unless it has ended already) and, if unwatch, stops
-// watching the submitter's context.
+// finish ends c with context.Canceled once its task is done, or dropped
+// before it ran, and stops watching the submitter's context. A context
+// nobody touched ends with one atomic operation.
+func (c *runCtx) finish() {
+	if !c.flags.CompareAndSwap(0, ctxEndedFast) {
+		c.end(context.Canceled, true)
+	}
+}
+
+// end ends c, touched, with err (unless it has ended already) and, if
+// unwatch, stops watching the submitter's context.
 func (c *runCtx) end(err error, unwatch bool) {
 	var stop func() bool
 	var fs []func()
