@@ -188,14 +188,7 @@ func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Submit", ctx, b)
 	}
-	if err := b.precheck(ctx, false); err != nil {
-		return nil, err
-	}
-	t := &task[T]{fn: fn}
-	if err := b.admit(ctx, t, false); err != nil {
-		return nil, err
-	}
-	return t.p.Future(), nil
+	return submit(ctx, b, fn, nil, false)
 }
 
 // SubmitWait is [Submit] for fan-out that must run every task: when every
@@ -209,14 +202,7 @@ func SubmitWait[T any](ctx context.Context, b *Bulkhead, fn func(context.Context
 	if fn == nil || ctx == nil || b == nil {
 		misuse("SubmitWait", ctx, b)
 	}
-	if err := b.precheck(ctx, true); err != nil {
-		return nil, err
-	}
-	t := &task[T]{fn: fn}
-	if err := b.admit(ctx, t, true); err != nil {
-		return nil, err
-	}
-	return t.p.Future(), nil
+	return submit(ctx, b, fn, nil, true)
 }
 
 // Go is [Submit] for a function that returns only an error.
@@ -224,14 +210,7 @@ func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*fut
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Go", ctx, b)
 	}
-	if err := b.precheck(ctx, false); err != nil {
-		return nil, err
-	}
-	t := &task[struct{}]{fnErr: fn}
-	if err := b.admit(ctx, t, false); err != nil {
-		return nil, err
-	}
-	return t.p.Future(), nil
+	return submit[struct{}](ctx, b, nil, fn, false)
 }
 
 // GoWait is [SubmitWait] for a function that returns only an error.
@@ -239,11 +218,19 @@ func (b *Bulkhead) GoWait(ctx context.Context, fn func(context.Context) error) (
 	if fn == nil || ctx == nil || b == nil {
 		misuse("GoWait", ctx, b)
 	}
-	if err := b.precheck(ctx, true); err != nil {
+	return submit[struct{}](ctx, b, nil, fn, true)
+}
+
+// submit is Submit, SubmitWait, Go and GoWait once their arguments are
+// checked: fn, or else fnErr, is the task's function.
+func submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error), fnErr func(context.Context) error, wait bool) (*future.Future[T], error) {
+	if err := b.precheck(ctx, wait); err != nil {
 		return nil, err
 	}
-	t := &task[struct{}]{fnErr: fn}
-	if err := b.admit(ctx, t, true); err != nil {
+	t := &task[T]{fn: fn, fnErr: fnErr}
+	t.j = t
+	t.p = future.NewPromise[T](&t.node)
+	if err := b.admit(ctx, &t.node, wait); err != nil {
 		return nil, err
 	}
 	return t.p.Future(), nil
@@ -289,19 +276,13 @@ func (b *Bulkhead) reject() error {
 	return fe.now
 }
 
-// admit starts or queues t, or makes its submitter wait for room (wait), or
-// rejects it.
-func (b *Bulkhead) admit(ctx context.Context, t interface {
-	job
-	base() *node
-	init()
-}, wait bool) error {
+// admit starts or queues n, a new task, or makes its submitter wait for
+// room (wait), or rejects it.
+func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	if b.cfg.Load() == nil {
 		panic("pool: Bulkhead used without New")
 	}
-	t.init()
-	n := t.base()
-	n.b, n.j = b, t
+	n.b = b
 	n.ctx.n, n.ctx.parent, n.ctx.hide = n, ctx, ctx.Done() != nil
 	b.mu.Lock()
 	switch {
@@ -361,9 +342,6 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 	}
 	return nil
 }
-
-func (t *task[T]) base() *node { return &t.node }
-func (t *task[T]) init()       { t.p = future.NewPromise[T](&t.node) }
 
 // startLocked counts n as running. b.mu must be held and a worker free.
 func (b *Bulkhead) startLocked(n *node) {
