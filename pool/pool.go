@@ -283,7 +283,7 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 		panic("pool: Bulkhead used without New")
 	}
 	n.b = b
-	n.ctx.n, n.ctx.parent, n.ctx.hide = n, ctx, ctx.Done() != nil
+	n.ctx.parent, n.ctx.hide = ctx, ctx.Done() != nil
 	b.mu.Lock()
 	switch {
 	case b.closing:

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/bulkhead-go/bulkhead/future"
 	"github.com/bulkhead-go/bulkhead/internal/join"
@@ -137,22 +138,28 @@ func (t *task[T]) fail(err error) {
 // context for it, with one watch for every queued task that shares it.) A
 // task that never looks at its context costs neither.
 type runCtx struct {
-	n      *node
 	parent context.Context
-	hide   bool         // parent can end: hide its cancellation and watch it
 	vals   atomic.Value // context.Context: WithoutCancel(parent), made by the first Value
 	// flags is 0 until the context is touched (ctxTouched: Done, AfterFunc
 	// or a cancellation; from then on the fields below, under mu, say
 	// everything) or ended untouched (ctxEndedFast: Err is
 	// context.Canceled and nothing else is left to do).
 	flags atomic.Uint32
+	hide  bool // parent can end: hide its cancellation and watch it
 
+	watching bool // the watch on parent was started; guarded by mu
 	mu       sync.Mutex
 	done     atomic.Value // chan struct{}, made lazily
 	err      error
 	afters   *afterFunc  // functions to run when done, newest first
-	watching bool        // the watch on parent was started
 	stop     func() bool // stops the watch on parent
+}
+
+// node returns the node whose context c is. (A node's context is a field
+// of the node: the pointer it would need costs the task 32 bytes, one size
+// class.)
+func (c *runCtx) node() *node {
+	return (*node)(unsafe.Add(unsafe.Pointer(c), -int(unsafe.Offsetof(node{}.ctx))))
 }
 
 const (
@@ -191,7 +198,7 @@ func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 func (c *runCtx) Value(key any) any {
 	if key == join.Key {
-		return c.n // helps a Wait inside the task: see node.Help
+		return c.node() // helps a Wait inside the task: see node.Help
 	}
 	if !c.hide {
 		return c.parent.Value(key)
@@ -262,7 +269,7 @@ func (c *runCtx) watch() {
 	}
 	c.watching = true
 	c.mu.Unlock()
-	stop := context.AfterFunc(c.parent, c.n.parentDone)
+	stop := context.AfterFunc(c.parent, c.node().parentDone)
 	c.mu.Lock()
 	if c.err != nil { // ended meanwhile: end did not see stop
 		c.mu.Unlock()
