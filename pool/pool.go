@@ -324,8 +324,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 	case <-ctx.Done():
 		b.mu.Lock()
 		if n.state == stWaiting {
-			b.waiting.remove(n)
-			b.nwaiting--
+			b.unwaitLocked(n)
 			b.cancelled++
 			n.state = stDone
 			b.mu.Unlock()
@@ -445,12 +444,18 @@ func (b *Bulkhead) popLocked() *node {
 		return n
 	}
 	if n := b.waiting.head; n != nil {
-		b.waiting.remove(n)
-		b.nwaiting--
+		b.unwaitLocked(n)
 		close(n.ready)
 		return n
 	}
 	return nil
+}
+
+// unwaitLocked takes n out of the line of SubmitWait callers waiting for
+// room. b.mu must be held.
+func (b *Bulkhead) unwaitLocked(n *node) {
+	b.waiting.remove(n)
+	b.nwaiting--
 }
 
 // unqueueLocked takes n out of the queue and its watch. b.mu must be held.
@@ -466,8 +471,7 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 func (b *Bulkhead) refillLocked() {
 	for b.queued < b.queueCap && b.waiting.head != nil {
 		n := b.waiting.head
-		b.waiting.remove(n)
-		b.nwaiting--
+		b.unwaitLocked(n)
 		b.enqueueLocked(n)
 		close(n.ready)
 	}
@@ -911,8 +915,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 		b.closed.Store(true)
 		for b.waiting.head != nil {
 			n := b.waiting.head
-			b.waiting.remove(n)
-			b.nwaiting--
+			b.unwaitLocked(n)
 			b.cancelled++
 			n.state = stDone
 			n.refused = true
