@@ -48,7 +48,6 @@ const (
 type Future[T any] struct {
 	state     atomic.Uint32
 	cancelled atomic.Bool    // Cancel has called canceler
-	owned     bool           // canceler is a join.Owner: it alone completes f, once
 	wg        sync.WaitGroup // 1 while pending: Wait without a deadline parks here
 	done      atomic.Value   // chan struct{}, made by the first Done (or Wait with a ctx that can end)
 	val       T
@@ -294,29 +293,19 @@ func (f *Future[T]) complete(v T, err error) bool {
 // callbacks that are now due (for the caller to run) and whether this call
 // completed f.
 func (f *Future[T]) settle(v T, err error) (*hook, bool) {
-	var c Canceler
-	if f.owned {
-		// The only completer, once: no other call can store a result.
-		f.val, f.err = v, err
-		c = f.canceler
-		if f.state.Add(complete-pending) == complete { // users kept
-			f.dropCanceler()
+	for {
+		s := f.state.Load()
+		if s&stateMask != pending {
+			return nil, false
 		}
-	} else {
-		for {
-			s := f.state.Load()
-			if s&stateMask != pending {
-				return nil, false
-			}
-			if f.state.CompareAndSwap(s, s+1) { // pending → completing, users kept
-				break
-			}
+		if f.state.CompareAndSwap(s, s+1) { // pending → completing, users kept
+			break
 		}
-		f.val, f.err = v, err
-		c = f.canceler
-		if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler
-			f.dropCanceler()
-		}
+	}
+	f.val, f.err = v, err
+	c := f.canceler
+	if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler
+		f.dropCanceler()
 	}
 	// Close the Done channel if someone made one. Done checks the state
 	// after making it, so one of the two sees the other.
@@ -461,7 +450,6 @@ func (p *Promise[T]) Init(c Canceler) {
 		panic("future: Promise.Init called twice")
 	}
 	p.f.canceler = c
-	_, p.f.owned = c.(join.Owner)
 	p.f.wg.Add(1)
 }
 

@@ -25,9 +25,7 @@ type Helper interface {
 }
 
 // Owner is implemented by a future's Canceler that must act before the
-// future's callbacks run on the goroutine that completed it. Its owner
-// completes the future exactly once, and nothing else completes it (Cancel
-// goes through the Canceler), so completion needs no compare-and-swap.
+// future's callbacks run on the goroutine that completed it.
 type Owner interface {
 	// BeforeCallbacks is called on the completing goroutine after the
 	// future's result is stored and its waiters released, and before its
