@@ -133,9 +133,9 @@ func (b *Bulkhead) apply(cfg Config) {
 	b.full.Store(&fullErrors{now: &e, waited: &w})
 }
 
-// storeLoad publishes whether b is saturated, for the lock-free rejection
+// storeSaturated publishes whether b is saturated, for the lock-free rejection
 // check. b.mu must be held.
-func (b *Bulkhead) storeLoad() {
+func (b *Bulkhead) storeSaturated() {
 	if s := b.active >= b.maxWorkers && b.queued >= b.queueCap; s != b.saturated.Load() {
 		b.saturated.Store(s)
 	}
@@ -348,7 +348,7 @@ func (b *Bulkhead) startLocked(n *node) {
 	n.state = stRunning
 	b.running.pushBack(n)
 	b.permitted++
-	b.storeLoad()
+	b.storeSaturated()
 }
 
 // enqueueLocked puts n at the back of the queue. b.mu must be held and the
@@ -357,7 +357,7 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	n.state = stQueued
 	b.queue.pushBack(n)
 	b.queued++
-	b.storeLoad()
+	b.storeSaturated()
 	if b.maxWait > 0 {
 		n.deadline = now() + int64(b.maxWait)
 		if b.queued == 1 {
@@ -463,7 +463,7 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 	b.queue.remove(n)
 	b.queued--
 	b.unwatchLocked(n)
-	b.storeLoad()
+	b.storeSaturated()
 }
 
 // refillLocked moves waiting submitters' tasks into the queue while it has
@@ -644,7 +644,7 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		}
 	}
 	if next == nil {
-		b.storeLoad()
+		b.storeSaturated()
 		b.drainedLocked()
 	}
 	b.mu.Unlock()
@@ -849,7 +849,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		start = append(start, n)
 	}
 	b.refillLocked()
-	b.storeLoad()
+	b.storeSaturated()
 	b.mu.Unlock()
 	if old != nil {
 		old.Release() // does not wait: its busy workers exit once their tasks are done
