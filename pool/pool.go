@@ -31,19 +31,22 @@ const antsHeadroom = 2
 // Bulkhead is safe for concurrent use; create one with [New] and stop it with
 // [Bulkhead.Close].
 type Bulkhead struct {
-	// load packs active<<32 | queued and limits packs maxWorkers<<32 |
-	// queueCap, so that a rejection is decided from two atomic loads.
-	load     atomic.Uint64
-	limits   atomic.Uint64
-	closed   atomic.Bool
-	rejected atomic.Uint64 // counted without the lock, on the rejection fast path
+	// saturated is true while every worker is busy and the queue is full,
+	// so that a rejection is decided from one atomic load. It is written
+	// (under mu) only when it changes.
+	saturated atomic.Bool
+	closed    atomic.Bool
+	rejected  atomic.Uint64 // counted without the lock, on the rejection fast path
 
-	name    string
-	hub     event.Hub[bulkhead.Event]
-	cfg     atomic.Pointer[Config]
-	full    atomic.Pointer[fullErrors]
-	ants    atomic.Pointer[ants.PoolWithFunc]
-	workers sync.WaitGroup // goroutines running work: ants workers, and our own when ants has none free
+	name string
+	hub  event.Hub[bulkhead.Event]
+	cfg  atomic.Pointer[Config]
+	full atomic.Pointer[fullErrors]
+	ants atomic.Pointer[ants.PoolWithFunc]
+	// busy counts the goroutines running work (ants workers, and our own
+	// when ants has none free): Close waits for it to reach 0 (see
+	// workDone and releaseLocked).
+	busy atomic.Int64
 
 	mu         sync.Mutex // guards everything below and every node's links and state
 	active     int        // tasks running (or handed to a worker to run)
@@ -67,7 +70,8 @@ type Bulkhead struct {
 	running                                list // active tasks, for Close to cancel
 	watches                                map[<-chan struct{}]*watch
 	closing                                bool
-	releasing                              bool          // the release goroutine has started
+	releasing                              bool          // closed and drained: released closes once busy is 0
+	releaseStarted                         bool          // the release goroutine has started
 	helpFree                               chan struct{} // closed when a lent slot is given back, if a wait wants one (see help)
 	released                               chan struct{} // closed when no worker of the bulkhead is left
 }
@@ -121,7 +125,6 @@ func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
 // not yet shared.
 func (b *Bulkhead) apply(cfg Config) {
 	b.maxWorkers, b.queueCap, b.maxWait = cfg.MaxWorkers, cfg.QueueCapacity, cfg.QueueTimeout
-	b.limits.Store(uint64(cfg.MaxWorkers)<<32 | uint64(cfg.QueueCapacity))
 	b.cfg.Store(&cfg)
 	e := bulkhead.FullError{Name: b.name, Kind: bulkhead.Pool, MaxConcurrentCalls: cfg.MaxWorkers,
 		QueueCapacity: cfg.QueueCapacity, MaxWaitDuration: cfg.QueueTimeout}
@@ -130,9 +133,13 @@ func (b *Bulkhead) apply(cfg Config) {
 	b.full.Store(&fullErrors{now: &e, waited: &w})
 }
 
-// storeLoad publishes active and queued for the lock-free rejection check.
-// b.mu must be held.
-func (b *Bulkhead) storeLoad() { b.load.Store(uint64(b.active)<<32 | uint64(b.queued)) }
+// storeSaturated publishes whether b is saturated, for the lock-free rejection
+// check. b.mu must be held.
+func (b *Bulkhead) storeSaturated() {
+	if s := b.active >= b.maxWorkers && b.queued >= b.queueCap; s != b.saturated.Load() {
+		b.saturated.Store(s)
+	}
+}
 
 // Name returns the name the Bulkhead was created with.
 func (b *Bulkhead) Name() string { return b.name }
@@ -181,14 +188,7 @@ func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Submit", ctx, b)
 	}
-	if err := b.precheck(ctx, false); err != nil {
-		return nil, err
-	}
-	t := &task[T]{fn: fn}
-	if err := b.admit(ctx, t, false); err != nil {
-		return nil, err
-	}
-	return t.p.Future(), nil
+	return submit(ctx, b, fn, nil, false)
 }
 
 // SubmitWait is [Submit] for fan-out that must run every task: when every
@@ -202,14 +202,7 @@ func SubmitWait[T any](ctx context.Context, b *Bulkhead, fn func(context.Context
 	if fn == nil || ctx == nil || b == nil {
 		misuse("SubmitWait", ctx, b)
 	}
-	if err := b.precheck(ctx, true); err != nil {
-		return nil, err
-	}
-	t := &task[T]{fn: fn}
-	if err := b.admit(ctx, t, true); err != nil {
-		return nil, err
-	}
-	return t.p.Future(), nil
+	return submit(ctx, b, fn, nil, true)
 }
 
 // Go is [Submit] for a function that returns only an error.
@@ -217,14 +210,7 @@ func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*fut
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Go", ctx, b)
 	}
-	if err := b.precheck(ctx, false); err != nil {
-		return nil, err
-	}
-	t := &task[struct{}]{fnErr: fn}
-	if err := b.admit(ctx, t, false); err != nil {
-		return nil, err
-	}
-	return t.p.Future(), nil
+	return submit[struct{}](ctx, b, nil, fn, false)
 }
 
 // GoWait is [SubmitWait] for a function that returns only an error.
@@ -232,11 +218,19 @@ func (b *Bulkhead) GoWait(ctx context.Context, fn func(context.Context) error) (
 	if fn == nil || ctx == nil || b == nil {
 		misuse("GoWait", ctx, b)
 	}
-	if err := b.precheck(ctx, true); err != nil {
+	return submit[struct{}](ctx, b, nil, fn, true)
+}
+
+// submit is Submit, SubmitWait, Go and GoWait once their arguments are
+// checked: fn, or else fnErr, is the task's function.
+func submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error), fnErr func(context.Context) error, wait bool) (*future.Future[T], error) {
+	if err := b.precheck(ctx, wait); err != nil {
 		return nil, err
 	}
-	t := &task[struct{}]{fnErr: fn}
-	if err := b.admit(ctx, t, true); err != nil {
+	t := &task[T]{fn: fn, fnErr: fnErr}
+	t.j = t
+	t.p = future.NewPromise[T](&t.node)
+	if err := b.admit(ctx, &t.node, wait); err != nil {
 		return nil, err
 	}
 	return t.p.Future(), nil
@@ -263,8 +257,7 @@ func (b *Bulkhead) precheck(ctx context.Context, wait bool) error {
 	if b.closed.Load() {
 		return bulkhead.ErrClosed
 	}
-	l, m := b.load.Load(), b.limits.Load()
-	if !wait && l>>32 >= m>>32 && uint32(l) >= uint32(m) {
+	if !wait && b.saturated.Load() {
 		return b.reject()
 	}
 	return nil
@@ -283,20 +276,14 @@ func (b *Bulkhead) reject() error {
 	return fe.now
 }
 
-// admit starts or queues t, or makes its submitter wait for room (wait), or
-// rejects it.
-func (b *Bulkhead) admit(ctx context.Context, t interface {
-	job
-	base() *node
-	init()
-}, wait bool) error {
+// admit starts or queues n, a new task, or makes its submitter wait for
+// room (wait), or rejects it.
+func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	if b.cfg.Load() == nil {
 		panic("pool: Bulkhead used without New")
 	}
-	t.init()
-	n := t.base()
-	n.b, n.j = b, t
-	n.ctx.n, n.ctx.parent, n.ctx.hide = n, ctx, ctx.Done() != nil
+	n.b = b
+	n.ctx.parent, n.ctx.hide = ctx, ctx.Done() != nil
 	b.mu.Lock()
 	switch {
 	case b.closing:
@@ -337,8 +324,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 	case <-ctx.Done():
 		b.mu.Lock()
 		if n.state == stWaiting {
-			b.waiting.remove(n)
-			b.nwaiting--
+			b.unwaitLocked(n)
 			b.cancelled++
 			n.state = stDone
 			b.mu.Unlock()
@@ -356,16 +342,13 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 	return nil
 }
 
-func (t *task[T]) base() *node { return &t.node }
-func (t *task[T]) init()       { t.p = future.NewPromise[T](&t.node) }
-
 // startLocked counts n as running. b.mu must be held and a worker free.
 func (b *Bulkhead) startLocked(n *node) {
 	b.active++
 	n.state = stRunning
 	b.running.pushBack(n)
 	b.permitted++
-	b.storeLoad()
+	b.storeSaturated()
 }
 
 // enqueueLocked puts n at the back of the queue. b.mu must be held and the
@@ -374,7 +357,7 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	n.state = stQueued
 	b.queue.pushBack(n)
 	b.queued++
-	b.storeLoad()
+	b.storeSaturated()
 	if b.maxWait > 0 {
 		n.deadline = now() + int64(b.maxWait)
 		if b.queued == 1 {
@@ -461,12 +444,18 @@ func (b *Bulkhead) popLocked() *node {
 		return n
 	}
 	if n := b.waiting.head; n != nil {
-		b.waiting.remove(n)
-		b.nwaiting--
+		b.unwaitLocked(n)
 		close(n.ready)
 		return n
 	}
 	return nil
+}
+
+// unwaitLocked takes n out of the line of SubmitWait callers waiting for
+// room. b.mu must be held.
+func (b *Bulkhead) unwaitLocked(n *node) {
+	b.waiting.remove(n)
+	b.nwaiting--
 }
 
 // unqueueLocked takes n out of the queue and its watch. b.mu must be held.
@@ -474,7 +463,7 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 	b.queue.remove(n)
 	b.queued--
 	b.unwatchLocked(n)
-	b.storeLoad()
+	b.storeSaturated()
 }
 
 // refillLocked moves waiting submitters' tasks into the queue while it has
@@ -482,8 +471,7 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 func (b *Bulkhead) refillLocked() {
 	for b.queued < b.queueCap && b.waiting.head != nil {
 		n := b.waiting.head
-		b.waiting.remove(n)
-		b.nwaiting--
+		b.unwaitLocked(n)
 		b.enqueueLocked(n)
 		close(n.ready)
 	}
@@ -556,7 +544,7 @@ func (b *Bulkhead) parentDone(w *watch) {
 // run, since its workers stay busy after their tasks' slots are freed (see
 // antsHeadroom).
 func (b *Bulkhead) invoke(n *node) {
-	b.workers.Add(1)
+	b.busy.Add(1)
 	for {
 		p := b.ants.Load()
 		err := p.Invoke(n)
@@ -574,9 +562,21 @@ func (b *Bulkhead) invoke(n *node) {
 // work is the ants pool's function: it runs n, then, while tasks wait and
 // the worker limit allows, the oldest of them, on this goroutine.
 func (b *Bulkhead) work(arg any) {
-	defer b.workers.Done()
+	defer b.workDone()
 	for n := arg.(*node); n != nil; {
 		n = b.run(n)
+	}
+}
+
+// workDone ends a goroutine's work (counted by invoke). The last one to end
+// after Close starts the release.
+func (b *Bulkhead) workDone() {
+	// Close stores closed before drainedLocked reads busy: either this
+	// sees closed, or drainedLocked sees this decrement.
+	if b.busy.Add(-1) == 0 && b.closed.Load() {
+		b.mu.Lock()
+		b.releaseLocked()
+		b.mu.Unlock()
 	}
 }
 
@@ -644,11 +644,11 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		}
 	}
 	if next == nil {
-		b.storeLoad()
+		b.storeSaturated()
 		b.drainedLocked()
 	}
 	b.mu.Unlock()
-	n.ctx.end(context.Canceled, true)
+	n.ctx.finish()
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
 		b.invoke(next)
@@ -753,7 +753,7 @@ func (b *Bulkhead) dropLocked(n *node) {
 // dropped completes the future of a node that left the queue without
 // running, then publishes typ.
 func (b *Bulkhead) dropped(n *node, typ bulkhead.EventType, err error) {
-	n.ctx.end(context.Canceled, true)
+	n.ctx.finish()
 	n.j.fail(err)
 	if b.hub.Active() {
 		b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
@@ -782,7 +782,7 @@ func failAll(ns []*node, err error) {
 		}
 	}()
 	for ; i < len(ns); i++ {
-		ns[i].ctx.end(context.Canceled, true)
+		ns[i].ctx.finish()
 		ns[i].j.fail(err)
 	}
 }
@@ -849,7 +849,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		start = append(start, n)
 	}
 	b.refillLocked()
-	b.storeLoad()
+	b.storeSaturated()
 	b.mu.Unlock()
 	if old != nil {
 		old.Release() // does not wait: its busy workers exit once their tasks are done
@@ -915,8 +915,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 		b.closed.Store(true)
 		for b.waiting.head != nil {
 			n := b.waiting.head
-			b.waiting.remove(n)
-			b.nwaiting--
+			b.unwaitLocked(n)
 			b.cancelled++
 			n.state = stDone
 			n.refused = true
@@ -968,13 +967,22 @@ func (b *Bulkhead) drainedLocked() {
 		b.timer.Stop()
 		b.timerAt = 0
 	}
+	b.releaseLocked()
+}
+
+// releaseLocked releases the ants pool and then closes released, once the
+// Bulkhead is drained and no goroutine runs its work (their callbacks
+// included). ants' ReleaseContext busy-waits for its goroutines to exit;
+// Release does not wait at all; it runs on a goroutine of its own since
+// the caller may be one of those goroutines. b.mu must be held.
+func (b *Bulkhead) releaseLocked() {
+	if !b.releasing || b.releaseStarted || b.busy.Load() != 0 {
+		return
+	}
+	b.releaseStarted = true
 	p := b.ants.Load()
-	// ants' ReleaseContext busy-waits for its goroutines to exit; Release
-	// does not wait at all. The bulkhead waits for its own workers instead
-	// (which may include the caller: hence the goroutine).
 	go func() {
 		p.Release()
-		b.workers.Wait()
 		close(b.released)
 	}()
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/bulkhead-go/bulkhead/future"
 	"github.com/bulkhead-go/bulkhead/internal/join"
@@ -122,7 +123,9 @@ func (t *task[T]) fail(err error) {
 // runCtx is the context a task runs with. It carries the submitter's values
 // and deadline, and is cancelled when the submitter's context ends, when the
 // task's future is cancelled, when Close gives up waiting, and when the task
-// returns. It lives inside the task, so it costs no allocation of its own.
+// returns. It lives inside the task; what only a context that is looked at
+// (Done, AfterFunc) or cancelled needs is made then, in an allocation of its
+// own.
 //
 // Its Value hides the submitter's cancellation (as [context.WithoutCancel]
 // does), so that context.Cause of a task's context reports its own Err. It
@@ -137,17 +140,55 @@ func (t *task[T]) fail(err error) {
 // context for it, with one watch for every queued task that shares it.) A
 // task that never looks at its context costs neither.
 type runCtx struct {
-	n      *node
 	parent context.Context
-	hide   bool         // parent can end: hide its cancellation and watch it
 	vals   atomic.Value // context.Context: WithoutCancel(parent), made by the first Value
+	// st is nil until the context is touched (by Done, AfterFunc or a
+	// cancellation: st then holds everything about its end), or
+	// endedUntouched once it ended before that (its Err is
+	// context.Canceled, and nothing else is left to do).
+	st   atomic.Pointer[ctxState]
+	hide bool // parent can end: hide its cancellation and watch it
+}
 
+// ctxState is the part of a task's context that only a touched context
+// needs, in an allocation of its own, so that a task that does not look
+// at its context does not carry it.
+type ctxState struct {
 	mu       sync.Mutex
+	watching bool         // the watch on parent was started
 	done     atomic.Value // chan struct{}, made lazily
 	err      error
 	afters   *afterFunc  // functions to run when done, newest first
-	watching bool        // the watch on parent was started
 	stop     func() bool // stops the watch on parent
+}
+
+// endedUntouched is the st of a context that ended before it was touched.
+var endedUntouched = new(ctxState)
+
+// node returns the node whose context c is. (A node's context is a field
+// of the node: the pointer it would need costs the task 32 bytes, one size
+// class.)
+func (c *runCtx) node() *node {
+	return (*node)(unsafe.Add(unsafe.Pointer(c), -int(unsafe.Offsetof(node{}.ctx))))
+}
+
+// touch returns c's state for Done, AfterFunc or a cancellation, made on
+// the first call; nil if c has ended untouched: it is done with
+// context.Canceled.
+func (c *runCtx) touch() *ctxState {
+	for {
+		switch x := c.st.Load(); x {
+		case endedUntouched:
+			return nil
+		case nil:
+			x = new(ctxState)
+			if c.st.CompareAndSwap(nil, x) {
+				return x
+			}
+		default:
+			return x
+		}
+	}
 }
 
 type afterFunc struct {
@@ -165,7 +206,7 @@ func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 func (c *runCtx) Value(key any) any {
 	if key == join.Key {
-		return c.n // helps a Wait inside the task: see node.Help
+		return c.node() // helps a Wait inside the task: see node.Help
 	}
 	if !c.hide {
 		return c.parent.Value(key)
@@ -179,62 +220,76 @@ func (c *runCtx) Value(key any) any {
 }
 
 func (c *runCtx) Done() <-chan struct{} {
-	if d := c.done.Load(); d != nil {
-		return d.(chan struct{})
+	x := c.st.Load()
+	if x != nil && x != endedUntouched {
+		if d := x.done.Load(); d != nil {
+			return d.(chan struct{})
+		}
 	}
-	c.mu.Lock()
-	d := c.done.Load()
+	if x = c.touch(); x == nil {
+		return closedChan
+	}
+	x.mu.Lock()
+	d := x.done.Load()
 	if d == nil {
-		if c.err != nil {
+		if x.err != nil {
 			d = closedChan
 		} else {
 			d = make(chan struct{})
 		}
-		c.done.Store(d)
+		x.done.Store(d)
 	}
-	c.mu.Unlock()
-	c.watch()
+	x.mu.Unlock()
+	c.watch(x)
 	return d.(chan struct{})
 }
 
 func (c *runCtx) Err() error {
-	c.mu.Lock()
-	err := c.err
-	c.mu.Unlock()
-	if err == nil && c.hide {
-		// Not watched yet, or the watch has not run yet: ask the parent.
-		if perr := c.parent.Err(); perr != nil {
-			c.cancel(perr)
-			c.mu.Lock()
-			err = c.err
-			c.mu.Unlock()
+	switch x := c.st.Load(); x {
+	case endedUntouched:
+		return context.Canceled
+	case nil:
+	default:
+		x.mu.Lock()
+		err := x.err
+		x.mu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
-	return err
+	if !c.hide {
+		return nil
+	}
+	// Not watched yet, or the watch has not run yet: ask the parent.
+	if perr := c.parent.Err(); perr != nil {
+		c.cancel(perr)
+		return c.Err() // ended now, by this cancel or another end
+	}
+	return nil
 }
 
 // watch starts watching the submitter's context, once, unless it cannot end
-// or c is already done.
-func (c *runCtx) watch() {
+// or c is already done. x is c's state.
+func (c *runCtx) watch(x *ctxState) {
 	if !c.hide {
 		return
 	}
-	c.mu.Lock()
-	if c.watching || c.err != nil {
-		c.mu.Unlock()
+	x.mu.Lock()
+	if x.watching || x.err != nil {
+		x.mu.Unlock()
 		return
 	}
-	c.watching = true
-	c.mu.Unlock()
-	stop := context.AfterFunc(c.parent, c.n.parentDone)
-	c.mu.Lock()
-	if c.err != nil { // ended meanwhile: end did not see stop
-		c.mu.Unlock()
+	x.watching = true
+	x.mu.Unlock()
+	stop := context.AfterFunc(c.parent, c.node().parentDone)
+	x.mu.Lock()
+	if x.err != nil { // ended meanwhile: end did not see stop
+		x.mu.Unlock()
 		stop()
 		return
 	}
-	c.stop = stop
-	c.mu.Unlock()
+	x.stop = stop
+	x.mu.Unlock()
 }
 
 func (c *runCtx) String() string { return "pool task context" }
@@ -243,29 +298,34 @@ func (c *runCtx) String() string { return "pool task context" }
 // [context.AfterFunc] does; the context package calls it for contexts
 // derived from c.
 func (c *runCtx) AfterFunc(f func()) (stop func() bool) {
-	c.watch()
-	a := &afterFunc{f: f}
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
+	x := c.touch()
+	if x == nil {
 		go f()
 		return func() bool { return false }
 	}
-	a.next = c.afters
+	c.watch(x)
+	a := &afterFunc{f: f}
+	x.mu.Lock()
+	if x.err != nil {
+		x.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	a.next = x.afters
 	if a.next != nil {
 		a.next.prev = a
 	}
-	c.afters = a
-	c.mu.Unlock()
+	x.afters = a
+	x.mu.Unlock()
 	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
+		x.mu.Lock()
+		defer x.mu.Unlock()
 		if a.f == nil { // already run, or already stopped
 			return false
 		}
 		a.f = nil
 		if a.prev == nil {
-			c.afters = a.next
+			x.afters = a.next
 		} else {
 			a.prev.next = a.next
 		}
@@ -277,29 +337,44 @@ func (c *runCtx) AfterFunc(f func()) (stop func() bool) {
 }
 
 // cancel ends c with err (the first call wins).
-func (c *runCtx) cancel(err error) { c.end(err, false) }
+func (c *runCtx) cancel(err error) {
+	if x := c.touch(); x != nil {
+		x.end(err, false)
+	}
+}
 
-// end ends c with err (unless it has ended already) and, if unwatch, stops
-// watching the submitter's context.
-func (c *runCtx) end(err error, unwatch bool) {
+// finish ends c with context.Canceled once its task is done, or dropped
+// before it ran, and stops watching the submitter's context. A context
+// nobody touched ends with one atomic operation.
+func (c *runCtx) finish() {
+	if !c.st.CompareAndSwap(nil, endedUntouched) {
+		if x := c.st.Load(); x != endedUntouched {
+			x.end(context.Canceled, true)
+		}
+	}
+}
+
+// end ends the context with err (unless it has ended already) and, if
+// unwatch, stops watching the submitter's context.
+func (x *ctxState) end(err error, unwatch bool) {
 	var stop func() bool
 	var fs []func()
-	c.mu.Lock()
+	x.mu.Lock()
 	if unwatch {
-		stop, c.stop = c.stop, nil
+		stop, x.stop = x.stop, nil
 	}
-	if c.err == nil {
-		c.err = err
-		if d, _ := c.done.Load().(chan struct{}); d != nil { // else Done makes it closed
+	if x.err == nil {
+		x.err = err
+		if d, _ := x.done.Load().(chan struct{}); d != nil { // else Done makes it closed
 			close(d)
 		}
-		for a := c.afters; a != nil; a = a.next {
+		for a := x.afters; a != nil; a = a.next {
 			fs = append(fs, a.f)
 			a.f = nil
 		}
-		c.afters = nil
+		x.afters = nil
 	}
-	c.mu.Unlock()
+	x.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
