@@ -43,9 +43,10 @@ type Bulkhead struct {
 	cfg  atomic.Pointer[Config]
 	full atomic.Pointer[fullErrors]
 	ants atomic.Pointer[ants.PoolWithFunc]
-	// busy counts the goroutines running work (ants workers, and our own
-	// when ants has none free): Close waits for it to reach 0 (see
-	// workDone and releaseLocked).
+	// busy counts the goroutines running work: ants workers, our own when
+	// ants has none free, and the queue's timer and context watches while
+	// they fail dropped tasks (their futures' callbacks run there). Close
+	// waits for it to reach 0 (see workDone and releaseLocked).
 	busy atomic.Int64
 
 	mu         sync.Mutex // guards everything below and every node's links and state
@@ -390,7 +391,9 @@ func (b *Bulkhead) armLocked(dl int64) {
 // arms the timer for the next deadline. at is the deadline the firing timer
 // was armed for.
 func (b *Bulkhead) expireQueued(at int64) {
+	defer b.workDone()
 	b.mu.Lock()
+	b.busy.Add(1) // before a drop can find the bulkhead drained: see workDone
 	if b.timerAt == at {
 		b.timerAt = 0
 	}
@@ -526,7 +529,9 @@ func (b *Bulkhead) unwatchLocked(n *node) {
 // parentDone drops every task still queued under w, whose context has ended,
 // from the one goroutine context.AfterFunc started.
 func (b *Bulkhead) parentDone(w *watch) {
+	defer b.workDone()
 	b.mu.Lock()
+	b.busy.Add(1) // before a drop can find the bulkhead drained: see workDone
 	var drop []*node
 	for w.head != nil {
 		n := w.head
@@ -568,8 +573,8 @@ func (b *Bulkhead) work(arg any) {
 	}
 }
 
-// workDone ends a goroutine's work (counted by invoke). The last one to end
-// after Close starts the release.
+// workDone ends a goroutine's work (counted by invoke, expireQueued or
+// parentDone). The last one to end after Close starts the release.
 func (b *Bulkhead) workDone() {
 	// Close stores closed before drainedLocked reads busy: either this
 	// sees closed, or drainedLocked sees this decrement.

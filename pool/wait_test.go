@@ -189,3 +189,53 @@ func TestQueueTimeoutRefilled(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseWaitsForCallbacksOfDroppedTasks: a task dropped from the queue by
+// its QueueTimeout or by its submitter's context ending has its future's
+// callbacks run on a goroutine of the bulkhead's (the queue's timer, the
+// shared watch of that context); Close waits for them as it waits for the
+// workers' callbacks.
+func TestCloseWaitsForCallbacksOfDroppedTasks(t *testing.T) {
+	for _, how := range []string{"QueueTimeout", "context"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 1, QueueTimeout: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				release := make(chan struct{})
+				running := mustSubmit(t, b, func(context.Context) (int, error) { <-release; return 0, nil })
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				dropped, err := pool.Submit(ctx, b, func(context.Context) (int, error) { return 1, nil })
+				if err != nil {
+					t.Fatal(err)
+				}
+				inCallback, latch := make(chan struct{}), make(chan struct{})
+				dropped.OnComplete(func(int, error) { close(inCallback); <-latch })
+				if how == "QueueTimeout" {
+					time.Sleep(time.Second)
+				} else {
+					cancel()
+				}
+				<-inCallback // the drop's callback runs, and waits for latch
+				close(release)
+				if _, err := running.Wait(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				closed := make(chan error, 1)
+				go func() { closed <- b.Close(context.Background()) }()
+				synctest.Wait()
+				select {
+				case err := <-closed:
+					t.Fatalf("Close returned %v while a dropped task's callback still ran", err)
+				default:
+				}
+				close(latch)
+				if err := <-closed; err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
