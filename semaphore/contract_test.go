@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/semtest"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -98,7 +99,7 @@ func TestGoexitInFunctionCountsFailed(t *testing.T) {
 		b.Do(context.Background(), func(context.Context) error { runtime.Goexit(); return nil })
 	})
 	wg.Wait()
-	checkRest(t, b, 1, 0, 0, 1)
+	semtest.AtRest(t, b, 1, 0, 0, 1)
 	if len(finished) != 1 || finished[0] == nil || !strings.Contains(finished[0].Error(), "Goexit") {
 		t.Fatalf("EventFinished errors %v, want one naming runtime.Goexit", finished)
 	}
@@ -167,7 +168,7 @@ func TestWaitersKeepTheirOwnDeadlines(t *testing.T) {
 			t.Fatalf("first waiter: %v after %v, want the permit after 40ms", r.err, r.after)
 		}
 		b.Release()
-		checkRest(t, b, 2, 3, 0, 0)
+		semtest.AtRest(t, b, 2, 3, 0, 0)
 	})
 }
 
@@ -191,7 +192,7 @@ func TestWaitersTimeOutInOrder(t *testing.T) {
 		}
 		wg.Wait()
 		b.Release()
-		checkRest(t, b, 1, n, 0, 0)
+		semtest.AtRest(t, b, 1, n, 0, 0)
 	})
 }
 
@@ -268,6 +269,6 @@ func TestWaitersTimeOutAfterTheWatchersLeave(t *testing.T) {
 			c()
 		}
 		b.Release()
-		checkRest(t, b, 1, n-2, 2, 0)
+		semtest.AtRest(t, b, 1, n-2, 2, 0)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/semtest"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -27,20 +28,6 @@ func mustNew(t testing.TB, max int, wait time.Duration) *semaphore.Bulkhead {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// checkRest fails unless b is at rest with exactly the given counters.
-func checkRest(t *testing.T, b *semaphore.Bulkhead, permitted, rejected, cancelled, failed uint64) {
-	t.Helper()
-	s := b.Stats()
-	want := bulkhead.Stats{
-		Name: b.Name(), Kind: bulkhead.Semaphore,
-		MaxConcurrentCalls: b.Config().MaxConcurrentCalls, AvailableConcurrentCalls: b.Config().MaxConcurrentCalls,
-		Permitted: permitted, Rejected: rejected, Cancelled: cancelled, Finished: permitted, Failed: failed,
-	}
-	if s != want {
-		t.Fatalf("stats at rest:\n got %+v\nwant %+v", s, want)
-	}
 }
 
 // waitFor polls cond; the deadline only guards against a hang.
@@ -121,7 +108,7 @@ func TestDoRunsOnCallerGoroutineAndStartsNone(t *testing.T) {
 		t.Error("Do returned after runtime.Goexit in fn")
 	}()
 	<-done
-	checkRest(t, b, 4, 1, 0, 1) // the Goexit counts as a failure
+	semtest.AtRest(t, b, 4, 1, 0, 1) // the Goexit counts as a failure
 }
 
 func TestTryAcquireSequenceAndEvents(t *testing.T) {
@@ -170,7 +157,7 @@ func TestTryAcquireSequenceAndEvents(t *testing.T) {
 			t.Fatalf("events %v, want %v", got, want)
 		}
 	}
-	checkRest(t, b, 4, 1, 0, 0)
+	semtest.AtRest(t, b, 4, 1, 0, 0)
 }
 
 // A subscriber's panic is not the bulkhead's to hide (see the callback
@@ -201,7 +188,7 @@ func TestReleaseWithoutPermitPanics(t *testing.T) {
 		if s, _ := r.(string); !strings.Contains(s, "Release called without a held permit") {
 			t.Fatalf("recovered %v", r)
 		}
-		checkRest(t, b, 0, 0, 0, 0)
+		semtest.AtRest(t, b, 0, 0, 0, 0)
 	}()
 	b.Release()
 }
@@ -217,7 +204,7 @@ func TestAcquireWithDoneContextTakesNothing(t *testing.T) {
 	if err := b.Do(ctx, func(context.Context) error { called = true; return nil }); err != context.Canceled || called {
 		t.Fatalf("Do = %v, called %v", err, called)
 	}
-	checkRest(t, b, 0, 0, 0, 0)
+	semtest.AtRest(t, b, 0, 0, 0, 0)
 }
 
 func TestFullFailsAtOnceWithoutWait(t *testing.T) {
@@ -234,7 +221,7 @@ func TestFullFailsAtOnceWithoutWait(t *testing.T) {
 		t.Fatalf("rejections should share one prebuilt error value")
 	}
 	b.Release()
-	checkRest(t, b, 1, 2, 0, 0)
+	semtest.AtRest(t, b, 1, 2, 0, 0)
 }
 
 func TestWaitTimesOutAsRejection(t *testing.T) {
@@ -254,7 +241,7 @@ func TestWaitTimesOutAsRejection(t *testing.T) {
 			t.Fatal("a rejection must not look like a timeout")
 		}
 		b.Release()
-		checkRest(t, b, 1, 1, 0, 0)
+		semtest.AtRest(t, b, 1, 1, 0, 0)
 	})
 }
 
@@ -280,7 +267,7 @@ func TestContextEndingFirstIsCancellation(t *testing.T) {
 			t.Fatalf("Acquire = %v, want context.Canceled", err)
 		}
 		b.Release()
-		checkRest(t, b, 1, 0, 2, 0)
+		semtest.AtRest(t, b, 1, 0, 2, 0)
 		last := events[len(events)-2]
 		if last.Type != bulkhead.EventCancelled || last.Err != context.Canceled {
 			t.Fatalf("event %+v, want a cancelled event", last)
@@ -325,7 +312,7 @@ func TestWaitersAreServedFIFOWithoutBarging(t *testing.T) {
 	}
 	wg.Wait()
 	b.Release()
-	checkRest(t, b, n+1, n, 0, 0)
+	semtest.AtRest(t, b, n+1, n, 0, 0)
 }
 
 func TestDoReleasesOnEveryPath(t *testing.T) {
@@ -370,7 +357,7 @@ func TestDoReleasesOnEveryPath(t *testing.T) {
 	<-done
 	// 6 calls, of which the error, the error of Execute, two panics and the
 	// Goexit failed.
-	checkRest(t, b, 6, 0, 0, 5)
+	semtest.AtRest(t, b, 6, 0, 0, 5)
 }
 
 func TestReconfigureGrowHandsPermitsToWaiters(t *testing.T) {
@@ -395,7 +382,7 @@ func TestReconfigureGrowHandsPermitsToWaiters(t *testing.T) {
 	for range 3 {
 		b.Release()
 	}
-	checkRest(t, b, 3, 0, 0, 0)
+	semtest.AtRest(t, b, 3, 0, 0, 0)
 }
 
 func TestReconfigureShrinkLetsInFlightFinish(t *testing.T) {
@@ -422,7 +409,7 @@ func TestReconfigureShrinkLetsInFlightFinish(t *testing.T) {
 	}
 	b.Release()
 	b.Release()
-	checkRest(t, b, 5, 1, 0, 0)
+	semtest.AtRest(t, b, 5, 1, 0, 0)
 }
 
 func TestReconfigureShrinkWithWaiters(t *testing.T) {
@@ -442,7 +429,7 @@ func TestReconfigureShrinkWithWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Release()
-	checkRest(t, b, 3, 0, 0, 0)
+	semtest.AtRest(t, b, 3, 0, 0, 0)
 }
 
 func TestReconfigureWaitAppliesToNewWaiters(t *testing.T) {
@@ -467,7 +454,7 @@ func TestReconfigureWaitAppliesToNewWaiters(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Release()
-		checkRest(t, b, 2, 1, 0, 0)
+		semtest.AtRest(t, b, 2, 1, 0, 0)
 	})
 }
 
@@ -481,7 +468,7 @@ func TestReconfigureSameConfigIsNoop(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 	b.Release()
-	checkRest(t, b, 1, 0, 0, 0)
+	semtest.AtRest(t, b, 1, 0, 0, 0)
 }
 
 // TestHammer mixes every kind of call on many goroutines while the limit is
