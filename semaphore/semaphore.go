@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/clock"
 	"github.com/bulkhead-go/bulkhead/internal/event"
 )
 
@@ -409,7 +410,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 	b.mu.Unlock()
 	if limitOf(old) != cfg.MaxConcurrentCalls && b.hub.Active() {
 		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventLimitChanged,
-			Time: time.Now(), Limit: cfg.MaxConcurrentCalls})
+			Time: clock.Now(), Limit: cfg.MaxConcurrentCalls})
 	}
 	return nil
 }
@@ -476,7 +477,7 @@ func (b *Bulkhead) tryFast() bool {
 func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 	var start time.Time
 	if b.hub.Active() {
-		start = time.Now()
+		start = clock.Now()
 	}
 	b.mu.Lock()
 	for {
@@ -683,7 +684,7 @@ func (b *Bulkhead) finish(start time.Time, err error, failed bool) {
 //go:noinline
 func (b *Bulkhead) publishFinished(start time.Time, err error) {
 	e := bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventFinished,
-		Time: time.Now(), Err: err}
+		Time: clock.Now(), Err: err}
 	if !start.IsZero() {
 		e.Run = e.Time.Sub(start)
 	}
@@ -771,7 +772,7 @@ func (b *Bulkhead) reject(start time.Time, waited bool) error {
 //
 //go:noinline
 func (b *Bulkhead) publish(t bulkhead.EventType, start time.Time, err error) time.Time {
-	e := bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: t, Time: time.Now(), Err: err}
+	e := bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: t, Time: clock.Now(), Err: err}
 	if !start.IsZero() {
 		e.Wait = e.Time.Sub(start)
 	}
