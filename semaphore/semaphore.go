@@ -119,6 +119,12 @@ type Bulkhead struct {
 	timer    *time.Timer
 	armed    int64
 	watchers int
+	// line counts the lines of waiters, so that a waiter is reused only
+	// in the line it came from; free holds nfree waiters of this line
+	// whose callers are done with them, linked by next (see spareLocked).
+	line  uint64
+	free  *waiter
+	nfree int
 }
 
 type fullErrors struct{ now, waited *bulkhead.FullError }
@@ -227,7 +233,8 @@ func (b *Bulkhead) acquireFull(ctx context.Context) (time.Time, error) {
 	if b.maxWait.Load() <= 0 {
 		return time.Time{}, b.reject(time.Time{}, false)
 	}
-	return b.acquireSlow(ctx)
+	start, _, err := b.acquireSlow(ctx)
+	return start, err
 }
 
 // Release returns a permit taken by Acquire or TryAcquire. If callers wait,
@@ -282,6 +289,7 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 		return err
 	}
 	var start time.Time // when the wait began, then when fn began; zero without subscribers
+	var spare *waiter   // the waiter this call was, for the line to reuse
 	for {
 		s := b.state.Load()
 		if full(s) {
@@ -294,7 +302,7 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 				return f
 			}
 			var err error
-			if start, err = b.acquireSlow(ctx); err != nil {
+			if start, spare, err = b.acquireSlow(ctx); err != nil {
 				return err
 			}
 			break
@@ -320,22 +328,23 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 	// Release elsewhere took it; releasedSlow undoes that and panics.
 	s := b.state.Add(oneFinished-1) - (oneFinished - 1)
 	if s&fieldMask == 0 || s&waitFlag != 0 || s>>finShift == fieldMask || err != nil || b.hub.Active() {
-		b.releasedSlow(s, start, err)
+		b.releasedSlow(s, start, err, spare)
 	}
 	return err
 }
 
 // releasedSlow completes Do's release when the word before the add (s)
 // shows waiters, a wrap of the finished count, or a permit stolen by a
-// wrong Release, or when fn failed or someone subscribes.
+// wrong Release, or when fn failed or someone subscribes. spare is the
+// waiter the call was, if it may be reused.
 //
 //go:noinline
-func (b *Bulkhead) releasedSlow(s uint64, start time.Time, err error) {
+func (b *Bulkhead) releasedSlow(s uint64, start time.Time, err error, spare *waiter) {
 	if s&fieldMask == 0 {
 		b.state.Add(^uint64(oneFinished - 2)) // adds 1 - oneFinished: undo, then panic as Release does
 		panic("semaphore: Release called without a held permit")
 	}
-	b.released(s)
+	b.released(s, spare)
 	if err != nil {
 		b.failed.Add(1)
 	}
@@ -473,8 +482,10 @@ func (b *Bulkhead) tryFast() bool {
 
 // acquireSlow waits in line for a permit. It returns when the wait began
 // (zero when nobody subscribes) and nil with a permit held, or the error of
-// a rejection or cancellation, which it has counted and published.
-func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
+// a rejection or cancellation, which it has counted and published. With a
+// permit that came through the line it also returns the waiter, if the
+// line may reuse it (see spareLocked).
+func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) {
 	var start time.Time
 	if b.hub.Active() {
 		start = clock.Now()
@@ -487,12 +498,12 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 				continue // a fast-path caller or a release raced us; look again
 			}
 			b.mu.Unlock()
-			return start, nil
+			return start, nil, nil
 		}
 		if b.waiting.Load() == maxWaiters || b.maxWait.Load() <= 0 {
 			// Too many waiters, or Reconfigure has just turned waiting off.
 			b.mu.Unlock()
-			return start, b.reject(start, false)
+			return start, nil, b.reject(start, false)
 		}
 		// Set the flag (it may be set already) only if nothing changed since
 		// the look above, so that no permit came free in between.
@@ -500,40 +511,63 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 			break
 		}
 	}
-	w := &waiter{ready: make(chan struct{}, 1), deadline: now() + b.maxWait.Load()}
+	w := b.free
+	if w != nil {
+		b.free, w.next = w.next, nil
+		b.nfree--
+		w.state.Store(waiting)
+		w.watch, w.handed = false, false
+	} else {
+		w = &waiter{ready: make(chan struct{}, 1)}
+	}
+	w.deadline = now() + b.maxWait.Load()
 	watch := b.queueLocked(w)
+	w.line = b.line
 	timer := b.timer.C
 	b.mu.Unlock()
 
+	done := ctx.Done()
 	for {
-		var fired <-chan time.Time
-		if watch {
-			fired = timer
+		if !watch && done == nil {
+			<-w.ready // nothing else to listen to: cheaper than a select
+		} else {
+			var fired <-chan time.Time
+			if watch {
+				fired = timer
+			}
+			select {
+			case <-w.ready:
+			case <-done:
+				switch b.leave(w) {
+				case granted: // the permit was handed to us while we gave up: keep it
+					return start, nil, nil
+				case expired:
+					return start, nil, b.reject(start, true)
+				}
+				b.cancelled.Add(1)
+				if b.hub.Active() {
+					b.publish(bulkhead.EventCancelled, start, ctx.Err())
+				}
+				return start, nil, ctx.Err()
+			case <-fired:
+				b.expire()
+				continue
+			}
 		}
-		select {
-		case <-w.ready:
-			switch w.state.Load() {
-			case granted:
-				return start, nil
-			case expired:
-				return start, b.reject(start, true)
+		switch w.state.Load() {
+		case granted:
+			if !w.handed {
+				// w was signalled once, when it was granted the permit, and
+				// has taken that signal: its channel is empty and nobody
+				// will touch it again. (A waiter handed the timer may have
+				// been signalled twice.)
+				return start, w, nil
 			}
-			watch = true // the last watcher left the line and handed the timer to w
-		case <-ctx.Done():
-			switch b.leave(w) {
-			case granted: // the permit was handed to us while we gave up: keep it
-				return start, nil
-			case expired:
-				return start, b.reject(start, true)
-			}
-			b.cancelled.Add(1)
-			if b.hub.Active() {
-				b.publish(bulkhead.EventCancelled, start, ctx.Err())
-			}
-			return start, ctx.Err()
-		case <-fired:
-			b.expire()
+			return start, nil, nil
+		case expired:
+			return start, nil, b.reject(start, true)
 		}
+		watch = true // the last watcher left the line and handed the timer to w
 	}
 }
 
@@ -556,6 +590,7 @@ func (b *Bulkhead) queueLocked(w *waiter) (watch bool) {
 	b.waiting.Add(1)
 	switch {
 	case first:
+		b.line++
 		// A new line gets a new timer rather than a Reset (or a Stop) of
 		// the last line's: nobody listens to the old one any more, and a
 		// timer made inside a testing/synctest bubble must not be touched
@@ -629,7 +664,7 @@ func (b *Bulkhead) unlinkLocked(w *waiter) {
 	}
 	if b.watchers == 0 {
 		t := b.waiters.tail
-		t.watch = true
+		t.watch, t.handed = true, true
 		b.watchers++
 		t.signal()
 	}
@@ -661,6 +696,7 @@ func (b *Bulkhead) grantLocked() bool {
 // b.mu must be held and the waiter list empty.
 func (b *Bulkhead) clearWaitFlag() {
 	b.waiters.unsorted = false
+	b.free, b.nfree = nil, 0 // a waiter made in this line must not serve another (it may be a synctest bubble's)
 	for {
 		s := b.state.Load()
 		if s&waitFlag == 0 || b.state.CompareAndSwap(s, s&^waitFlag) {
@@ -702,7 +738,7 @@ func (b *Bulkhead) releasePermit() {
 			panic("semaphore: Release called without a held permit")
 		}
 		if b.state.CompareAndSwap(s, s-1+oneFinished) {
-			b.released(s)
+			b.released(s, nil)
 			return
 		}
 	}
@@ -710,25 +746,45 @@ func (b *Bulkhead) releasePermit() {
 
 // released does what is left to do after a release changed the state word
 // from s: carry a wrap of the finished count, and hand the permit to a
-// waiter.
-func (b *Bulkhead) released(s uint64) {
+// waiter. spare is a waiter the line may reuse, or nil.
+func (b *Bulkhead) released(s uint64, spare *waiter) {
 	if s>>finShift == fieldMask {
 		b.finishedHigh.Add(1) // the low bits wrapped to zero
 	}
 	if s&waitFlag != 0 {
-		b.grantWaiters()
+		b.grantWaiters(spare)
 	}
 }
 
 // grantWaiters hands free permits to the oldest waiters. No newcomer can
-// take one first, since the fast path refuses while anyone waits.
+// take one first, since the fast path refuses while anyone waits. spare is
+// a waiter the line may reuse, or nil.
 //
 //go:noinline
-func (b *Bulkhead) grantWaiters() {
+func (b *Bulkhead) grantWaiters(spare *waiter) {
 	b.mu.Lock()
+	if spare != nil {
+		b.spareLocked(spare)
+	}
 	for b.grantLocked() {
 	}
 	b.mu.Unlock()
+}
+
+// spareLocked keeps w, the waiter of a call that came through the line and
+// is finishing, for the next caller to join the line, so that a long line
+// makes no garbage. It keeps w only while the line w came from lasts (a
+// waiter's channel may belong to a testing/synctest bubble, like the
+// line's timer), and no more waiters than the limit, the most that leave
+// the line between two callers that join it in a steady line. b.mu must
+// be held.
+func (b *Bulkhead) spareLocked(w *waiter) {
+	if w.line != b.line || b.waiters.head == nil || b.nfree >= limitOf(b.state.Load()) {
+		return
+	}
+	w.next = b.free
+	b.free = w
+	b.nfree++
 }
 
 // permitted publishes EventPermitted for a permit just taken (start is when
