@@ -414,7 +414,8 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		}
 	}
 	b.apply(cfg)
-	for b.grantLocked() {
+	for w := b.grantLocked(); w != nil; w = b.grantLocked() {
+		w.signal()
 	}
 	b.mu.Unlock()
 	if limitOf(old) != cfg.MaxConcurrentCalls && b.hub.Active() {
@@ -670,13 +671,13 @@ func (b *Bulkhead) unlinkLocked(w *waiter) {
 	}
 }
 
-// grantLocked hands a permit to the oldest waiter if the limit allows and
-// reports whether it did. b.mu must be held.
-func (b *Bulkhead) grantLocked() bool {
+// grantLocked hands a permit to the oldest waiter if the limit allows, and
+// returns that waiter, for the caller to signal, or nil. b.mu must be held.
+func (b *Bulkhead) grantLocked() *waiter {
 	for {
 		s := b.state.Load()
 		if b.waiters.head == nil || s&fieldMask >= s>>limitShift&fieldMask {
-			return false
+			return nil
 		}
 		n := s + 1
 		if b.waiters.head.next == nil {
@@ -686,8 +687,7 @@ func (b *Bulkhead) grantLocked() bool {
 			w := b.waiters.head
 			b.unlinkLocked(w)
 			w.state.Store(granted)
-			w.signal()
-			return true
+			return w
 		}
 	}
 }
@@ -766,9 +766,19 @@ func (b *Bulkhead) grantWaiters(spare *waiter) {
 	if spare != nil {
 		b.spareLocked(spare)
 	}
-	for b.grantLocked() {
+	first := b.grantLocked()
+	for w := b.grantLocked(); w != nil; w = b.grantLocked() {
+		w.signal() // rare: more permits came free meanwhile
 	}
 	b.mu.Unlock()
+	if first != nil {
+		// Signalled out of the critical section, to keep it short (at
+		// GOMAXPROCS > 1 the waiters joining the line wait for b.mu). The
+		// waiter takes its permit on this signal, unless its context ended
+		// or it was handed the timer and it saw the grant first; then it
+		// does not reuse its waiter, and the signal is lost on it.
+		first.signal()
+	}
 }
 
 // spareLocked keeps w, the waiter of a call that came through the line and
