@@ -125,6 +125,8 @@ type Bulkhead struct {
 	line  uint64
 	free  *waiter
 	nfree int
+	// joined is the time (in the clock of now) the newest waiter joined.
+	joined int64
 }
 
 type fullErrors struct{ now, waited *bulkhead.FullError }
@@ -491,6 +493,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 	if b.hub.Active() {
 		start = clock.Now()
 	}
+	t := now() // read before the lock, to keep the clock out of b.mu's critical section
 	b.mu.Lock()
 	for {
 		s := b.state.Load()
@@ -521,7 +524,14 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 	} else {
 		w = &waiter{ready: make(chan struct{}, 1)}
 	}
-	w.deadline = now() + b.maxWait.Load()
+	if b.waiters.head != nil && t < b.joined {
+		// A caller that read the clock earlier but took the lock later is
+		// ahead in line: join as late as it did, so that deadlines stay in
+		// line order.
+		t = b.joined
+	}
+	b.joined = t
+	w.deadline = t + b.maxWait.Load()
 	watch := b.queueLocked(w)
 	w.line = b.line
 	timer := b.timer.C
