@@ -134,7 +134,9 @@ type fullErrors struct{ now, waited *bulkhead.FullError }
 // epoch anchors now, so that deadlines are read from the monotonic clock.
 var epoch = time.Now()
 
-// now returns the time since epoch.
+// now returns the time since epoch. For a time t from clock.Now taken at
+// the same moment, t.Sub(epoch) is the same (inside a testing/synctest
+// bubble too, where both are the bubble's wall time less epoch's).
 func now() int64 { return int64(time.Since(epoch)) }
 
 // New returns a Bulkhead named name with the given configuration. It fails
@@ -489,11 +491,17 @@ func (b *Bulkhead) tryFast() bool {
 // permit that came through the line it also returns the waiter, if the
 // line may reuse it (see spareLocked).
 func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) {
+	// The clock is read before the lock, to keep it out of b.mu's critical
+	// section, and once: when someone subscribes, the event's start gives
+	// the time for the deadline too.
 	var start time.Time
+	var t int64
 	if b.hub.Active() {
 		start = clock.Now()
+		t = int64(start.Sub(epoch))
+	} else {
+		t = now()
 	}
-	t := now() // read before the lock, to keep the clock out of b.mu's critical section
 	b.mu.Lock()
 	for {
 		s := b.state.Load()
