@@ -53,7 +53,12 @@ type Event struct {
 	Kind Kind
 	// Type says what happened.
 	Type EventType
-	// Time is when it happened.
+	// Time is when it happened, with a monotonic clock reading like
+	// time.Now's. The bulkheads read only the monotonic clock and add the
+	// time elapsed to a time.Now taken at most about a second earlier
+	// (one clock read instead of two), so a step of the wall clock shows
+	// in Time within about a second; Wait and Run are exact. Inside a
+	// testing/synctest bubble, Time is the bubble's time.Now.
 	Time time.Time
 	// Err is the rejection (a *FullError) on EventRejected, the reason
 	// (a context's error, ErrClosed) on EventCancelled, and the call's own

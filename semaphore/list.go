@@ -13,8 +13,10 @@ import (
 type waiter struct {
 	ready      chan struct{} // capacity 1
 	state      atomic.Uint32
-	watch      bool  // listens to the Bulkhead's timer
-	deadline   int64 // in the clock of now
+	watch      bool   // listens to the Bulkhead's timer
+	handed     bool   // was handed the timer by unlinkLocked, with a signal of its own
+	deadline   int64  // in the clock of now
+	line       uint64 // the Bulkhead's line it joined
 	prev, next *waiter
 }
 

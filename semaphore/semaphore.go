@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/clock"
 	"github.com/bulkhead-go/bulkhead/internal/event"
 )
 
@@ -118,6 +119,14 @@ type Bulkhead struct {
 	timer    *time.Timer
 	armed    int64
 	watchers int
+	// line counts the lines of waiters, so that a waiter is reused only
+	// in the line it came from; free holds nfree waiters of this line
+	// whose callers are done with them, linked by next (see spareLocked).
+	line  uint64
+	free  *waiter
+	nfree int
+	// joined is the time (in the clock of now) the newest waiter joined.
+	joined int64
 }
 
 type fullErrors struct{ now, waited *bulkhead.FullError }
@@ -125,7 +134,9 @@ type fullErrors struct{ now, waited *bulkhead.FullError }
 // epoch anchors now, so that deadlines are read from the monotonic clock.
 var epoch = time.Now()
 
-// now returns the time since epoch.
+// now returns the time since epoch. For a time t from clock.Now taken at
+// the same moment, t.Sub(epoch) is the same (inside a testing/synctest
+// bubble too, where both are the bubble's wall time less epoch's).
 func now() int64 { return int64(time.Since(epoch)) }
 
 // New returns a Bulkhead named name with the given configuration. It fails
@@ -226,7 +237,8 @@ func (b *Bulkhead) acquireFull(ctx context.Context) (time.Time, error) {
 	if b.maxWait.Load() <= 0 {
 		return time.Time{}, b.reject(time.Time{}, false)
 	}
-	return b.acquireSlow(ctx)
+	start, _, err := b.acquireSlow(ctx)
+	return start, err
 }
 
 // Release returns a permit taken by Acquire or TryAcquire. If callers wait,
@@ -281,6 +293,7 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 		return err
 	}
 	var start time.Time // when the wait began, then when fn began; zero without subscribers
+	var spare *waiter   // the waiter this call was, for the line to reuse
 	for {
 		s := b.state.Load()
 		if full(s) {
@@ -293,7 +306,7 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 				return f
 			}
 			var err error
-			if start, err = b.acquireSlow(ctx); err != nil {
+			if start, spare, err = b.acquireSlow(ctx); err != nil {
 				return err
 			}
 			break
@@ -319,22 +332,23 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 	// Release elsewhere took it; releasedSlow undoes that and panics.
 	s := b.state.Add(oneFinished-1) - (oneFinished - 1)
 	if s&fieldMask == 0 || s&waitFlag != 0 || s>>finShift == fieldMask || err != nil || b.hub.Active() {
-		b.releasedSlow(s, start, err)
+		b.releasedSlow(s, start, err, spare)
 	}
 	return err
 }
 
 // releasedSlow completes Do's release when the word before the add (s)
 // shows waiters, a wrap of the finished count, or a permit stolen by a
-// wrong Release, or when fn failed or someone subscribes.
+// wrong Release, or when fn failed or someone subscribes. spare is the
+// waiter the call was, if it may be reused.
 //
 //go:noinline
-func (b *Bulkhead) releasedSlow(s uint64, start time.Time, err error) {
+func (b *Bulkhead) releasedSlow(s uint64, start time.Time, err error, spare *waiter) {
 	if s&fieldMask == 0 {
 		b.state.Add(^uint64(oneFinished - 2)) // adds 1 - oneFinished: undo, then panic as Release does
 		panic("semaphore: Release called without a held permit")
 	}
-	b.released(s)
+	b.released(s, spare)
 	if err != nil {
 		b.failed.Add(1)
 	}
@@ -404,12 +418,13 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		}
 	}
 	b.apply(cfg)
-	for b.grantLocked() {
+	for w := b.grantLocked(); w != nil; w = b.grantLocked() {
+		w.signal()
 	}
 	b.mu.Unlock()
 	if limitOf(old) != cfg.MaxConcurrentCalls && b.hub.Active() {
 		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventLimitChanged,
-			Time: time.Now(), Limit: cfg.MaxConcurrentCalls})
+			Time: clock.Now(), Limit: cfg.MaxConcurrentCalls})
 	}
 	return nil
 }
@@ -472,11 +487,20 @@ func (b *Bulkhead) tryFast() bool {
 
 // acquireSlow waits in line for a permit. It returns when the wait began
 // (zero when nobody subscribes) and nil with a permit held, or the error of
-// a rejection or cancellation, which it has counted and published.
-func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
+// a rejection or cancellation, which it has counted and published. With a
+// permit that came through the line it also returns the waiter, if the
+// line may reuse it (see spareLocked).
+func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) {
+	// The clock is read before the lock, to keep it out of b.mu's critical
+	// section, and once: when someone subscribes, the event's start gives
+	// the time for the deadline too.
 	var start time.Time
+	var t int64
 	if b.hub.Active() {
-		start = time.Now()
+		start = clock.Now()
+		t = int64(start.Sub(epoch))
+	} else {
+		t = now()
 	}
 	b.mu.Lock()
 	for {
@@ -486,12 +510,12 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 				continue // a fast-path caller or a release raced us; look again
 			}
 			b.mu.Unlock()
-			return start, nil
+			return start, nil, nil
 		}
 		if b.waiting.Load() == maxWaiters || b.maxWait.Load() <= 0 {
 			// Too many waiters, or Reconfigure has just turned waiting off.
 			b.mu.Unlock()
-			return start, b.reject(start, false)
+			return start, nil, b.reject(start, false)
 		}
 		// Set the flag (it may be set already) only if nothing changed since
 		// the look above, so that no permit came free in between.
@@ -499,40 +523,70 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, error) {
 			break
 		}
 	}
-	w := &waiter{ready: make(chan struct{}, 1), deadline: now() + b.maxWait.Load()}
+	w := b.free
+	if w != nil {
+		b.free, w.next = w.next, nil
+		b.nfree--
+		w.state.Store(waiting)
+		w.watch, w.handed = false, false
+	} else {
+		w = &waiter{ready: make(chan struct{}, 1)}
+	}
+	if b.waiters.head != nil && t < b.joined {
+		// A caller that read the clock earlier but took the lock later is
+		// ahead in line: join as late as it did, so that deadlines stay in
+		// line order.
+		t = b.joined
+	}
+	b.joined = t
+	w.deadline = t + b.maxWait.Load()
 	watch := b.queueLocked(w)
+	w.line = b.line
 	timer := b.timer.C
 	b.mu.Unlock()
 
+	done := ctx.Done()
 	for {
-		var fired <-chan time.Time
-		if watch {
-			fired = timer
+		if !watch && done == nil {
+			<-w.ready // nothing else to listen to: cheaper than a select
+		} else {
+			var fired <-chan time.Time
+			if watch {
+				fired = timer
+			}
+			select {
+			case <-w.ready:
+			case <-done:
+				switch b.leave(w) {
+				case granted: // the permit was handed to us while we gave up: keep it
+					return start, nil, nil
+				case expired:
+					return start, nil, b.reject(start, true)
+				}
+				b.cancelled.Add(1)
+				if b.hub.Active() {
+					b.publish(bulkhead.EventCancelled, start, ctx.Err())
+				}
+				return start, nil, ctx.Err()
+			case <-fired:
+				b.expire()
+				continue
+			}
 		}
-		select {
-		case <-w.ready:
-			switch w.state.Load() {
-			case granted:
-				return start, nil
-			case expired:
-				return start, b.reject(start, true)
+		switch w.state.Load() {
+		case granted:
+			if !w.handed {
+				// w was signalled once, when it was granted the permit, and
+				// has taken that signal: its channel is empty and nobody
+				// will touch it again. (A waiter handed the timer may have
+				// been signalled twice.)
+				return start, w, nil
 			}
-			watch = true // the last watcher left the line and handed the timer to w
-		case <-ctx.Done():
-			switch b.leave(w) {
-			case granted: // the permit was handed to us while we gave up: keep it
-				return start, nil
-			case expired:
-				return start, b.reject(start, true)
-			}
-			b.cancelled.Add(1)
-			if b.hub.Active() {
-				b.publish(bulkhead.EventCancelled, start, ctx.Err())
-			}
-			return start, ctx.Err()
-		case <-fired:
-			b.expire()
+			return start, nil, nil
+		case expired:
+			return start, nil, b.reject(start, true)
 		}
+		watch = true // the last watcher left the line and handed the timer to w
 	}
 }
 
@@ -555,6 +609,7 @@ func (b *Bulkhead) queueLocked(w *waiter) (watch bool) {
 	b.waiting.Add(1)
 	switch {
 	case first:
+		b.line++
 		// A new line gets a new timer rather than a Reset (or a Stop) of
 		// the last line's: nobody listens to the old one any more, and a
 		// timer made inside a testing/synctest bubble must not be touched
@@ -628,19 +683,19 @@ func (b *Bulkhead) unlinkLocked(w *waiter) {
 	}
 	if b.watchers == 0 {
 		t := b.waiters.tail
-		t.watch = true
+		t.watch, t.handed = true, true
 		b.watchers++
 		t.signal()
 	}
 }
 
-// grantLocked hands a permit to the oldest waiter if the limit allows and
-// reports whether it did. b.mu must be held.
-func (b *Bulkhead) grantLocked() bool {
+// grantLocked hands a permit to the oldest waiter if the limit allows, and
+// returns that waiter, for the caller to signal, or nil. b.mu must be held.
+func (b *Bulkhead) grantLocked() *waiter {
 	for {
 		s := b.state.Load()
 		if b.waiters.head == nil || s&fieldMask >= s>>limitShift&fieldMask {
-			return false
+			return nil
 		}
 		n := s + 1
 		if b.waiters.head.next == nil {
@@ -650,8 +705,7 @@ func (b *Bulkhead) grantLocked() bool {
 			w := b.waiters.head
 			b.unlinkLocked(w)
 			w.state.Store(granted)
-			w.signal()
-			return true
+			return w
 		}
 	}
 }
@@ -660,6 +714,7 @@ func (b *Bulkhead) grantLocked() bool {
 // b.mu must be held and the waiter list empty.
 func (b *Bulkhead) clearWaitFlag() {
 	b.waiters.unsorted = false
+	b.free, b.nfree = nil, 0 // a waiter made in this line must not serve another (it may be a synctest bubble's)
 	for {
 		s := b.state.Load()
 		if s&waitFlag == 0 || b.state.CompareAndSwap(s, s&^waitFlag) {
@@ -683,7 +738,7 @@ func (b *Bulkhead) finish(start time.Time, err error, failed bool) {
 //go:noinline
 func (b *Bulkhead) publishFinished(start time.Time, err error) {
 	e := bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventFinished,
-		Time: time.Now(), Err: err}
+		Time: clock.Now(), Err: err}
 	if !start.IsZero() {
 		e.Run = e.Time.Sub(start)
 	}
@@ -701,7 +756,7 @@ func (b *Bulkhead) releasePermit() {
 			panic("semaphore: Release called without a held permit")
 		}
 		if b.state.CompareAndSwap(s, s-1+oneFinished) {
-			b.released(s)
+			b.released(s, nil)
 			return
 		}
 	}
@@ -709,25 +764,55 @@ func (b *Bulkhead) releasePermit() {
 
 // released does what is left to do after a release changed the state word
 // from s: carry a wrap of the finished count, and hand the permit to a
-// waiter.
-func (b *Bulkhead) released(s uint64) {
+// waiter. spare is a waiter the line may reuse, or nil.
+func (b *Bulkhead) released(s uint64, spare *waiter) {
 	if s>>finShift == fieldMask {
 		b.finishedHigh.Add(1) // the low bits wrapped to zero
 	}
 	if s&waitFlag != 0 {
-		b.grantWaiters()
+		b.grantWaiters(spare)
 	}
 }
 
 // grantWaiters hands free permits to the oldest waiters. No newcomer can
-// take one first, since the fast path refuses while anyone waits.
+// take one first, since the fast path refuses while anyone waits. spare is
+// a waiter the line may reuse, or nil.
 //
 //go:noinline
-func (b *Bulkhead) grantWaiters() {
+func (b *Bulkhead) grantWaiters(spare *waiter) {
 	b.mu.Lock()
-	for b.grantLocked() {
+	if spare != nil {
+		b.spareLocked(spare)
+	}
+	first := b.grantLocked()
+	for w := b.grantLocked(); w != nil; w = b.grantLocked() {
+		w.signal() // rare: more permits came free meanwhile
 	}
 	b.mu.Unlock()
+	if first != nil {
+		// Signalled out of the critical section, to keep it short (at
+		// GOMAXPROCS > 1 the waiters joining the line wait for b.mu). The
+		// waiter takes its permit on this signal, unless its context ended
+		// or it was handed the timer and it saw the grant first; then it
+		// does not reuse its waiter, and the signal is lost on it.
+		first.signal()
+	}
+}
+
+// spareLocked keeps w, the waiter of a call that came through the line and
+// is finishing, for the next caller to join the line, so that a long line
+// makes no garbage. It keeps w only while the line w came from lasts (a
+// waiter's channel may belong to a testing/synctest bubble, like the
+// line's timer), and no more waiters than the limit, the most that leave
+// the line between two callers that join it in a steady line. b.mu must
+// be held.
+func (b *Bulkhead) spareLocked(w *waiter) {
+	if w.line != b.line || b.waiters.head == nil || b.nfree >= limitOf(b.state.Load()) {
+		return
+	}
+	w.next = b.free
+	b.free = w
+	b.nfree++
 }
 
 // permitted publishes EventPermitted for a permit just taken (start is when
@@ -771,7 +856,7 @@ func (b *Bulkhead) reject(start time.Time, waited bool) error {
 //
 //go:noinline
 func (b *Bulkhead) publish(t bulkhead.EventType, start time.Time, err error) time.Time {
-	e := bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: t, Time: time.Now(), Err: err}
+	e := bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: t, Time: clock.Now(), Err: err}
 	if !start.IsZero() {
 		e.Wait = e.Time.Sub(start)
 	}
