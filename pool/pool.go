@@ -13,6 +13,7 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
+	"github.com/bulkhead-go/bulkhead/internal/clock"
 	"github.com/bulkhead-go/bulkhead/internal/event"
 )
 
@@ -609,8 +610,12 @@ func (b *Bulkhead) run(n *node) (next *node) {
 		b.finish(n, start, true) // this goroutine is ending
 	}()
 	if b.hub.Active() {
-		start = time.Now()
-		b.publish(bulkhead.EventPermitted, nil, sinceOrZero(n.queuedAt), 0)
+		start = clock.Now()
+		var wait time.Duration
+		if n.queuedAt != 0 { // the wait from the same clock read: now() at start
+			wait = time.Duration((int64(start.Sub(epoch)) | 1) - n.queuedAt)
+		}
+		b.publishAt(bulkhead.EventPermitted, start, nil, wait, 0)
 	}
 	started = true
 	n.j.exec()
@@ -663,11 +668,12 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	n.j.settle()
 	next, n.handoff = n.handoff, nil
 	if pub {
+		at := clock.Now()
 		var run time.Duration
 		if !start.IsZero() {
-			run = time.Since(start)
+			run = at.Sub(start)
 		}
-		b.publish(bulkhead.EventFinished, err, 0, run)
+		b.publishAt(bulkhead.EventFinished, at, err, 0, run)
 	}
 	return next
 }
@@ -808,7 +814,14 @@ func sinceOrZero(t int64) time.Duration {
 
 //go:noinline
 func (b *Bulkhead) publish(typ bulkhead.EventType, err error, wait, run time.Duration) {
-	b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: typ, Time: time.Now(),
+	b.publishAt(typ, clock.Now(), err, wait, run)
+}
+
+// publishAt publishes an event of type typ stamped at.
+//
+//go:noinline
+func (b *Bulkhead) publishAt(typ bulkhead.EventType, at time.Time, err error, wait, run time.Duration) {
+	b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: typ, Time: at,
 		Err: err, Wait: wait, Run: run})
 }
 
@@ -864,7 +877,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 	}
 	if changed && b.hub.Active() {
 		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: bulkhead.EventLimitChanged,
-			Time: time.Now(), Limit: cfg.MaxWorkers})
+			Time: clock.Now(), Limit: cfg.MaxWorkers})
 	}
 	return nil
 }

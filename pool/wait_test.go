@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -238,4 +239,42 @@ func TestCloseWaitsForCallbacksOfDroppedTasks(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestEventTimesInABubble: a queued task's permitted event reports its whole
+// wait in the queue and its finished event its run time, exactly, and both
+// are stamped with the bubble's time (the clock is read once per event).
+func TestEventTimesInABubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(context.Background())
+		var mu sync.Mutex
+		var events []bulkhead.Event
+		b.Subscribe(func(e bulkhead.Event) { mu.Lock(); events = append(events, e); mu.Unlock() })
+		release := make(chan struct{})
+		mustSubmit(t, b, func(context.Context) (int, error) { <-release; return 0, nil })
+		queuedAt := time.Now()
+		queued := mustSubmit(t, b, func(context.Context) (int, error) { time.Sleep(2 * time.Second); return 1, nil })
+		time.Sleep(3 * time.Second)
+		close(release)
+		if _, err := queued.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(events) != 4 {
+			t.Fatalf("got %d events, want 4: %v", len(events), events)
+		}
+		p, f := events[2], events[3]
+		if p.Type != bulkhead.EventPermitted || p.Wait != 3*time.Second || !p.Time.Equal(queuedAt.Add(3*time.Second)) {
+			t.Errorf("permitted event of the queued task: %v (Wait %v, Time %v), want a 3s wait at %v", p.Type, p.Wait, p.Time, queuedAt.Add(3*time.Second))
+		}
+		if f.Type != bulkhead.EventFinished || f.Run != 2*time.Second || !f.Time.Equal(queuedAt.Add(5*time.Second)) {
+			t.Errorf("finished event of the queued task: %v (Run %v, Time %v), want a 2s run at %v", f.Type, f.Run, f.Time, queuedAt.Add(5*time.Second))
+		}
+	})
 }
