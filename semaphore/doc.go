@@ -26,11 +26,17 @@
 //
 // The bulkhead starts no goroutines. Its fast path (a permit granted or
 // refused) takes no lock, reads no clock and allocates nothing while nobody
-// is subscribed to its events. A caller that joins a line of waiters makes
-// two small allocations and has no timer of its own: one timer per line,
-// armed for the earliest deadline, serves the whole line (the caller that
-// starts a line makes it). Choose the pool
-// bulkhead in package
+// is subscribed to its events. A caller that joins a line of waiters has
+// no timer of its own: one timer per line, armed for the earliest deadline,
+// serves the whole line (the caller that starts a line makes it). It makes
+// two small allocations, or none in a steady line, where it takes over the
+// place of a caller that has left. Choose the pool bulkhead in package
 // [github.com/bulkhead-go/bulkhead/pool] instead when the caller has other
 // work to do while the call runs.
+//
+// In tests with [testing/synctest], a Bulkhead may serve several bubbles one
+// after another, but not goroutines of two bubbles (or of a bubble and
+// outside it) at the same time: a line's timer and its waiters' channels
+// belong to the bubble that made them, and touching them from outside is a
+// fatal error.
 package semaphore

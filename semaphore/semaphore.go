@@ -803,7 +803,8 @@ func (b *Bulkhead) grantWaiters(spare *waiter) {
 // is finishing, for the next caller to join the line, so that a long line
 // makes no garbage. It keeps w only while the line w came from lasts (a
 // waiter's channel may belong to a testing/synctest bubble, like the
-// line's timer), and no more waiters than the limit, the most that leave
+// line's timer, and a line serves one bubble: see the package
+// documentation), and no more waiters than the limit, the most that leave
 // the line between two callers that join it in a steady line. b.mu must
 // be held.
 func (b *Bulkhead) spareLocked(w *waiter) {
