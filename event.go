@@ -57,7 +57,10 @@ type Event struct {
 	// time.Now's. The bulkheads read only the monotonic clock and add the
 	// time elapsed to a time.Now taken at most about a second earlier
 	// (one clock read instead of two), so a step of the wall clock shows
-	// in Time within about a second; Wait and Run are exact. Inside a
+	// in Time within about a second (until then, wall times of events
+	// stamped on either side of the step may be out of order; Sub, Before
+	// and After use the monotonic reading and are exact, as are Wait and
+	// Run). Inside a
 	// testing/synctest bubble, Time is the bubble's time.Now.
 	Time time.Time
 	// Err is the rejection (a *FullError) on EventRejected, the reason
