@@ -70,7 +70,7 @@ func (r Result) String() string {
 		r.Name, r.Accepted, r.Rejected, r.Other, r.MaxConcurrent, r.Limit, r.Workers)
 }
 
-// Run runs the bursts together, as the article's proof does: every worker
+// Run runs the bursts together: every worker
 // of every burst waits on one latch, and the latch opens once all are
 // waiting. The gates hold the accepted calls until every worker has settled,
 // that is, is held at its gate or has returned; then they open, and Run

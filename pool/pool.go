@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/panjf2000/ants/v2"
 
@@ -96,6 +97,9 @@ type watch struct {
 func New(name string, cfg Config) (*Bulkhead, error) {
 	if name == "" {
 		return nil, errors.New("pool: name must not be empty")
+	}
+	if !utf8.ValidString(name) {
+		return nil, fmt.Errorf("pool: name %q is not valid UTF-8", name)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("pool %q: %w", name, err)

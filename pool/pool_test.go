@@ -30,6 +30,7 @@ func TestNewValidates(t *testing.T) {
 		want string
 	}{
 		{"", ok, "name must not be empty"},
+		{"p\xff", ok, `name "p\xff" is not valid UTF-8`},
 		{"p", pool.Config{}, "maxWorkers must be >= 1, got 0"},
 		{"p", pool.Config{MaxWorkers: -3}, "maxWorkers must be >= 1, got -3"},
 		{"p", pool.Config{MaxWorkers: pool.MaxLimit + 1}, "maxWorkers must be <= 1048576, got 1048577"},

@@ -208,3 +208,25 @@ func TestWaiterJoiningALineAllocatesTwo(t *testing.T) {
 		t.Fatalf("a waiter joining a line allocates %v times, want 2", n)
 	}
 }
+
+// TestZeroBulkheadPanicsNamingNew: a Bulkhead that New did not make (a
+// zero value, say a struct field never set) has no limit; the first call
+// it refuses panics with a message that says so, not a nil dereference.
+func TestZeroBulkheadPanicsNamingNew(t *testing.T) {
+	ctx := context.Background()
+	var zero semaphore.Bulkhead
+	for _, call := range []func(){
+		func() { _ = zero.Do(ctx, func(context.Context) error { return nil }) },
+		func() { _ = zero.Acquire(ctx) },
+		func() { zero.TryAcquire() },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != "semaphore: Bulkhead used without New" {
+					t.Errorf("panic %v, want %q", r, "semaphore: Bulkhead used without New")
+				}
+			}()
+			call()
+		}()
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/internal/clock"
@@ -145,6 +146,9 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 	if name == "" {
 		return nil, fmt.Errorf("semaphore: name must not be empty")
 	}
+	if !utf8.ValidString(name) {
+		return nil, fmt.Errorf("semaphore: name %q is not valid UTF-8", name)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("semaphore %q: %w", name, err)
 	}
@@ -191,6 +195,9 @@ func (b *Bulkhead) TryAcquire() bool {
 		return true
 	}
 	b.rejected.Add(1) // reject, written out: no call on this path either
+	if b.fullErr.Load() == nil {
+		unmade()
+	}
 	if b.hub.Active() {
 		b.publish(bulkhead.EventRejected, time.Time{}, b.fullErr.Load().now)
 	}
@@ -299,7 +306,11 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 		if full(s) {
 			if b.maxWait.Load() <= 0 {
 				b.rejected.Add(1)
-				f := b.fullErr.Load().now
+				fe := b.fullErr.Load()
+				if fe == nil {
+					unmade()
+				}
+				f := fe.now
 				if b.hub.Active() {
 					b.publish(bulkhead.EventRejected, time.Time{}, f)
 				}
@@ -381,6 +392,12 @@ func misuse(name string, nilContext bool) {
 	}
 	panic("semaphore: " + name + " called with a nil function")
 }
+
+// unmade panics for a Bulkhead that New did not make (a zero Bulkhead,
+// which has no limit and would refuse every call).
+//
+//go:noinline
+func unmade() { panic("semaphore: Bulkhead used without New") }
 
 // abort releases the permit of a call whose function panicked (r != nil)
 // or called runtime.Goexit (r == nil), counts it failed, and lets the panic
@@ -842,6 +859,9 @@ func (b *Bulkhead) permitted(start time.Time) time.Time {
 func (b *Bulkhead) reject(start time.Time, waited bool) error {
 	b.rejected.Add(1)
 	f := b.fullErr.Load()
+	if f == nil {
+		unmade()
+	}
 	err := f.now
 	if waited {
 		err = f.waited

@@ -55,6 +55,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		want []string
 	}{
 		{"", semaphore.DefaultConfig(), []string{"name must not be empty"}},
+		{"x\xff", semaphore.DefaultConfig(), []string{`name "x\xff" is not valid UTF-8`}},
 		{"x", semaphore.Config{MaxConcurrentCalls: 0}, []string{"maxConcurrentCalls must be >= 1, got 0"}},
 		{"x", semaphore.Config{MaxConcurrentCalls: -1}, []string{"maxConcurrentCalls must be >= 1, got -1"}},
 		{"x", semaphore.Config{MaxConcurrentCalls: semaphore.MaxLimit + 1}, []string{"maxConcurrentCalls must be <=", "got 1048577"}},
@@ -70,8 +71,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 				t.Errorf("New(%q, %+v) error %q does not contain %q", c.name, c.cfg, err, w)
 			}
 		}
-		if c.name == "" {
-			continue
+		if c.name != "x" {
+			continue // a bad name, not a bad configuration
 		}
 		good := mustNew(t, 3, 0)
 		if err := good.Reconfigure(c.cfg); err == nil || !strings.Contains(err.Error(), c.want[0]) {

@@ -6,7 +6,10 @@
 //
 //  1. Isolated: payment and inventory each behind their own semaphore
 //     bulkhead (2 and 8 permits) and http.Client; 6 payment and 8 inventory
-//     calls released together. Prints the article's RESULT line.
+//     calls released together. Prints a one-line summary for scripts
+//     (RESULT key=value ...: accepted, rejected and other outcomes and the
+//     peak of concurrent calls and the permits free afterwards, per
+//     dependency).
 //  2. Shared: the same burst through one bulkhead of 8 permits, and what
 //     inventory loses to the slow payment calls.
 //  3. Outage: a checkout HTTP server with 4 handler slots, flooded with
@@ -22,7 +25,7 @@
 //
 // Usage:
 //
-//	go run ./examples/checkout [-pay-delay 2s] [-serve :8080]
+//	go run ./examples/checkout [-pay-delay 2s] [-serve localhost:8080]
 package main
 
 import (
@@ -126,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	var o options
 	fs.DurationVar(&o.PayDelay, "pay-delay", 2*time.Second, "how long the payment stub takes to answer")
-	fs.StringVar(&o.Serve, "serve", "", "serve /metrics and /bulkheads on this address (e.g. :8080) until interrupted")
+	fs.StringVar(&o.Serve, "serve", "", "serve /metrics and /bulkheads on this address (e.g. localhost:8080) until interrupted")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
