@@ -9,7 +9,8 @@ import (
 )
 
 // ErrBulkheadFull is matched by every rejection for lack of capacity, whether
-// the call was refused at once or after waiting MaxWaitDuration.
+// the call was refused at once or after waiting (a semaphore's
+// MaxWaitDuration, a pool's QueueTimeout).
 var ErrBulkheadFull = errors.New("bulkhead: full")
 
 // ErrClosed is returned for work offered to a bulkhead that has been closed,
@@ -59,9 +60,10 @@ type FullError struct {
 	MaxConcurrentCalls int
 	// QueueCapacity is the pool's queue capacity; 0 for a semaphore.
 	QueueCapacity int
-	// MaxWaitDuration is how long the call could wait before it was rejected.
+	// MaxWaitDuration is how long the call could wait before it was
+	// rejected: the semaphore's MaxWaitDuration, the pool's QueueTimeout.
 	MaxWaitDuration time.Duration
-	// Waited is true when the call waited MaxWaitDuration (a semaphore caller
+	// Waited is true when the call waited that long (a semaphore caller
 	// waiting for a permit, a pool task waiting in the queue) before it was
 	// rejected, and false when it was refused at once.
 	Waited bool
@@ -131,7 +133,8 @@ type Stats struct {
 	// InFlight is the number of calls running now (for a pool, tasks
 	// running on a worker, not idle workers).
 	InFlight int
-	// Waiting is the number of callers waiting for a permit (semaphore).
+	// Waiting is the number of callers waiting: for a permit (semaphore),
+	// or for room in the queue (pool SubmitWait and GoWait callers).
 	Waiting int
 	// QueueDepth is the number of tasks waiting in the queue (pool).
 	QueueDepth int
@@ -141,7 +144,7 @@ type Stats struct {
 	// Permitted counts calls that got to run (a permit, a worker).
 	Permitted uint64
 	// Rejected counts calls refused because the bulkhead was full, at once
-	// or after waiting MaxWaitDuration.
+	// or after waiting (MaxWaitDuration, or a pool's QueueTimeout).
 	Rejected uint64
 	// Cancelled counts calls that gave up before running because their
 	// context ended (or, in a pool, whose future was cancelled or which
