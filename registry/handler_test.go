@@ -133,7 +133,7 @@ func TestOutcomeWords(t *testing.T) {
 		want string
 	}{
 		{bulkhead.Event{Type: bulkhead.EventPermitted}, ""},
-		{bulkhead.Event{Type: bulkhead.EventRejected, Err: &bulkhead.FullError{}}, "full"},
+		{bulkhead.Event{Type: bulkhead.EventRejected, Err: &bulkhead.FullError{}}, "rejected"},
 		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: context.Canceled}, "cancelled"},
 		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: context.DeadlineExceeded}, "deadline-exceeded"},
 		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: bulkhead.ErrClosed}, "closed"},

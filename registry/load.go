@@ -496,16 +496,22 @@ func (v *value) name() string {
 // suggest returns ` (did you mean "x"?)` for the known key nearest to nk,
 // or the list of known keys when none is near.
 func suggest(nk string, keys []string) string {
+	if best := closest(nk, keys, normalize); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return "; known keys: " + strings.Join(keys, ", ")
+}
+
+// closest returns the candidate c nearest to s (norm(c) within an edit
+// distance of 3), or "" when none is near.
+func closest(s string, cands []string, norm func(string) string) string {
 	best, bestD := "", 4
-	for _, k := range keys {
-		if d := distance(nk, normalize(k)); d < bestD {
-			best, bestD = k, d
+	for _, c := range cands {
+		if d := distance(s, norm(c)); d < bestD {
+			best, bestD = c, d
 		}
 	}
-	if best == "" {
-		return "; known keys: " + strings.Join(keys, ", ")
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 // distance is the Levenshtein distance between a and b, capped for long input.

@@ -289,8 +289,12 @@ func (r *Registry) get(k bulkhead.Kind, name string) (*entry, error) {
 	}
 	sp, listed := opsOf(k).spec(r.cfg, r.res, name)
 	if r.cfg.Strict && !listed {
+		hint := ""
+		if best := closest(name, opsOf(k).names(r.cfg), func(s string) string { return s }); best != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", best)
+		}
 		r.mu.Unlock()
-		return nil, fmt.Errorf("registry: %s %q: %w", k, name, ErrNotConfigured)
+		return nil, fmt.Errorf("%w: %s %q%s", ErrNotConfigured, k, name, hint)
 	}
 	e, err := newEntry(key{k, name}, sp)
 	if err != nil {
