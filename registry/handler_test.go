@@ -84,7 +84,7 @@ thread-pool-bulkhead:
 			t.Error("event without time")
 		}
 	}
-	if want := []string{"permitted/", "finished/error", "permitted/", "permitted/", "rejected/full", "finished/success", "finished/success"}; !equal(types, want) {
+	if want := []string{"permitted/", "finished/error", "permitted/", "permitted/", "rejected/rejected", "finished/success", "finished/success"}; !equal(types, want) {
 		t.Errorf("events %v, want %v", types, want)
 	}
 	if em.Events == nil || len(em.Events) != 0 {

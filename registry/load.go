@@ -47,8 +47,11 @@ const (
 // Load reads at most 4 MiB, and its work is linear in the input: aliases
 // and merge keys may make it read a part again, but it reads at most one
 // key, value or list item per byte of input plus 10,000, and refuses a file
-// that would expand further.
+// that would expand further. A nil r is a bug in the caller: Load panics.
 func Load(r io.Reader) (Config, error) {
+	if r == nil {
+		panic("registry: Load called with a nil io.Reader")
+	}
 	c, _, err := load(r, "")
 	return c, err
 }

@@ -544,8 +544,12 @@ func (r *Registry) setRecordingLocked(on bool) {
 // queued tasks may finish until ctx ends. Afterwards the registry creates
 // nothing (Semaphore and Pool fail with bulkhead.ErrClosed) but Instances,
 // the metrics and the Handler still show the bulkheads' last state. Close is
-// idempotent; a second call waits for the first, or for its own ctx.
+// idempotent; a second call waits for the first, or for its own ctx. A nil
+// ctx is a bug in the caller: Close panics, before closing anything.
 func (r *Registry) Close(ctx context.Context) error {
+	if ctx == nil {
+		panic("registry: Close called with a nil Context")
+	}
 	r.mu.Lock()
 	if r.closed {
 		done := r.closeDone
