@@ -84,7 +84,12 @@ func (r Result) String() string {
 // error saying how far each burst got. A run that never settles usually
 // means a permitted call is stuck before its gate, for example in a client
 // whose own connection limit is below the bulkhead's.
+//
+// A nil ctx is a bug in the caller: Run panics.
 func Run(ctx context.Context, bursts ...Burst) ([]Result, error) {
+	if ctx == nil {
+		panic("bulkheadtest: Run called with a nil Context")
+	}
 	return run(ctx, false, bursts)
 }
 
@@ -94,6 +99,9 @@ func Run(ctx context.Context, bursts ...Burst) ([]Result, error) {
 // while a slow dependency is already saturated; the outcome of a burst then
 // depends only on what came before it, never on scheduling.
 func RunInOrder(ctx context.Context, bursts ...Burst) ([]Result, error) {
+	if ctx == nil {
+		panic("bulkheadtest: RunInOrder called with a nil Context")
+	}
 	return run(ctx, true, bursts)
 }
 
@@ -102,7 +110,13 @@ func RunInOrder(ctx context.Context, bursts ...Burst) ([]Result, error) {
 // and all its accepted calls at its gate at the same time, never more than
 // Limit. It returns nil if so, and otherwise an error listing every burst
 // that broke the rule and how.
+//
+// No results prove nothing: Check panics if results is empty, as it is
+// when Run failed (check Run's error first).
 func Check(results []Result) error {
+	if len(results) == 0 {
+		panic("bulkheadtest: Check called with no results")
+	}
 	var b strings.Builder
 	for _, r := range results {
 		var p []string
@@ -140,16 +154,27 @@ const guard = time.Minute
 // unless [Check] finds isolation. It stops the test (tb.Fatal) if the run
 // cannot complete within a minute, saying how far each burst got. It
 // returns the results for further checks, such as the bulkheads' Stats
-// after the burst.
+// after the burst. A nil tb is a bug in the caller: AssertIsolated panics.
 func AssertIsolated(tb testing.TB, bursts ...Burst) []Result {
+	if tb == nil {
+		panic("bulkheadtest: AssertIsolated called with a nil testing.TB")
+	}
 	tb.Helper()
 	return AssertIsolatedWithin(tb, guard, bursts...)
 }
 
 // AssertIsolatedWithin is [AssertIsolated] with limit, instead of a minute,
-// as the longest the run may take before the test stops.
+// as the longest the run may take before the test stops; it must be
+// positive.
 func AssertIsolatedWithin(tb testing.TB, limit time.Duration, bursts ...Burst) []Result {
+	if tb == nil {
+		panic("bulkheadtest: AssertIsolatedWithin called with a nil testing.TB")
+	}
 	tb.Helper()
+	if limit <= 0 {
+		tb.Fatalf("bulkheadtest: AssertIsolatedWithin: limit must be > 0, got %v", limit)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(tb.Context(), limit)
 	defer cancel()
 	results, err := Run(ctx, bursts...)

@@ -31,8 +31,12 @@ type session struct {
 
 // Wait is what the stub dependency calls first. During a burst it records
 // the call and blocks until the run has settled or ctx ends, returning
-// ctx.Err() in the latter case; otherwise it returns nil at once.
+// ctx.Err() in the latter case; otherwise it returns nil at once. A nil
+// ctx is a bug in the caller: Wait panics.
 func (g *Gate) Wait(ctx context.Context) error {
+	if ctx == nil {
+		panic("bulkheadtest: Gate.Wait called with a nil Context")
+	}
 	g.mu.Lock()
 	s := g.cur
 	if s == nil {
@@ -61,8 +65,11 @@ func (g *Gate) Wait(ctx context.Context) error {
 // Handler returns a handler that waits at the gate with the request's
 // context and then serves the request with next. If the request's context
 // ends first, it answers 503 Service Unavailable (the client has usually
-// gone by then).
+// gone by then). A nil next is a bug in the caller: Handler panics.
 func (g *Gate) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		panic("bulkheadtest: Gate.Handler called with a nil http.Handler")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := g.Wait(r.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)

@@ -246,8 +246,18 @@ func constMetric(d metricDesc, s bulkhead.Stats, labels ...string) prometheus.Me
 // bulkhead's gauges and counters, read at scrape time (bulkheads created
 // later appear, removed ones disappear), and with opts.Histograms the wait
 // and run histograms. The returned function unregisters it and stops the
-// histograms. docs/metrics.md lists every metric.
+// histograms. docs/metrics.md lists every metric. A nil reg is a bug in
+// the caller: RegisterMetrics panics.
+//
+// Every series is labelled with the bulkhead's name and kind only. To
+// export several registries to one prometheus.Registry, register each
+// through prometheus.WrapRegistererWith (or WrapRegistererWithPrefix) with
+// a label (or prefix) of its own; registering two as they are fails with a
+// prometheus.AlreadyRegisteredError.
 func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOptions) (unregister func(), err error) {
+	if reg == nil {
+		panic("registry: RegisterMetrics called with a nil prometheus.Registerer")
+	}
 	c, err := newCollector(r, opts)
 	if err != nil {
 		return nil, err
@@ -274,7 +284,10 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 	}
 	if err := reg.Register(c); err != nil {
 		stop()
-		return nil, err
+		// The collector's metrics are valid: they collide with some
+		// already registered, usually another Registry's.
+		return nil, fmt.Errorf("registry: RegisterMetrics: %w (is another Registry's collector registered there? "+
+			"register each through prometheus.WrapRegistererWith with a label that tells them apart)", err)
 	}
 	var once sync.Once
 	return func() {

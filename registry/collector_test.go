@@ -616,3 +616,95 @@ func TestCollectInvalidNameKeepsOthers(t *testing.T) {
 		t.Fatal("the valid bulkhead's series were lost with the invalid one's")
 	}
 }
+
+// TestTwoRegistriesOnOnePrometheusRegistry exports two registries, each
+// with a bulkhead called payment, to one prometheus.Registry: each is
+// registered through prometheus.WrapRegistererWith with a label of its own,
+// and their series, histograms included, stay apart. Registering the second
+// as it is fails with an error that says how to do it.
+func TestTwoRegistriesOnOnePrometheusRegistry(t *testing.T) {
+	const y = "bulkhead: {instances: {payment: {maxConcurrentCalls: 1}}}"
+	a, b := newTestRegistry(t, y), newTestRegistry(t, y)
+	reg := prometheus.NewPedanticRegistry()
+	unA, err := a.RegisterMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"registry": "a"}, reg), MetricsOptions{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unA()
+
+	plain := prometheus.NewRegistry()
+	unPlain, err := a.RegisterMetrics(plain, MetricsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.RegisterMetrics(plain, MetricsOptions{})
+	if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); !ok || !strings.Contains(err.Error(), "prometheus.WrapRegistererWith") {
+		t.Errorf("second registry registered as it is: err = %v, want an AlreadyRegisteredError naming WrapRegistererWith", err)
+	}
+	unPlain()
+	unB, err := b.RegisterMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"registry": "b"}, reg), MetricsOptions{Histograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unB()
+
+	// a's payment runs one call, b's two.
+	for i, r := range []*Registry{a, b} {
+		pay, err := r.Semaphore("payment")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range i + 1 {
+			if err := pay.Do(context.Background(), func(context.Context) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	series := func() map[string]float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				ls := map[string]string{}
+				for _, l := range m.GetLabel() {
+					ls[l.GetName()] = l.GetValue()
+				}
+				k := mf.GetName() + "{" + ls["registry"] + "," + ls["name"] + "," + ls["outcome"] + "}"
+				switch mf.GetType().String() {
+				case "COUNTER":
+					out[k] = m.GetCounter().GetValue()
+				case "HISTOGRAM":
+					out[k] = float64(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+		return out
+	}
+	got := series()
+	want := map[string]float64{
+		"bulkhead_calls_permitted_total{a,payment,}":          1,
+		"bulkhead_calls_permitted_total{b,payment,}":          2,
+		"bulkhead_run_duration_seconds{a,payment,}":           1,
+		"bulkhead_run_duration_seconds{b,payment,}":           2,
+		"bulkhead_wait_duration_seconds{a,payment,permitted}": 1,
+		"bulkhead_wait_duration_seconds{b,payment,permitted}": 2,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	unA()
+	got = series()
+	for k := range got {
+		if strings.Contains(k, "{a,") {
+			t.Errorf("%s still exported after a's unregister", k)
+		}
+	}
+	if got["bulkhead_calls_permitted_total{b,payment,}"] != 2 {
+		t.Errorf("b's series after a's unregister: %v", got)
+	}
+}

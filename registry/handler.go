@@ -60,13 +60,13 @@ type statusEvent struct {
 }
 
 // outcome is a fixed word for an event's outcome, never an error's text:
-// "full" (rejected), "cancelled", "deadline-exceeded", "closed" or "other"
+// "rejected" (as the histograms' outcome label says), "cancelled", "deadline-exceeded", "closed" or "other"
 // (cancelled), "success", "error" or "panic" (finished), "" otherwise. It
 // is kept as its index in outcomes.
 func outcome(e *bulkhead.Event) uint8 {
 	switch e.Type {
 	case bulkhead.EventRejected:
-		return outFull
+		return outRejected
 	case bulkhead.EventCancelled:
 		switch {
 		case errors.Is(e.Err, context.Canceled):
@@ -91,7 +91,7 @@ func outcome(e *bulkhead.Event) uint8 {
 
 const (
 	outNone = iota
-	outFull
+	outRejected
 	outCancelled
 	outDeadline
 	outClosed
@@ -101,7 +101,7 @@ const (
 	outPanic
 )
 
-var outcomes = [...]string{outNone: "", outFull: "full", outCancelled: "cancelled", outDeadline: "deadline-exceeded",
+var outcomes = [...]string{outNone: "", outRejected: "rejected", outCancelled: "cancelled", outDeadline: "deadline-exceeded",
 	outClosed: "closed", outOther: "other", outSuccess: "success", outError: "error", outPanic: "panic"}
 
 func durText(d time.Duration) string {

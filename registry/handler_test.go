@@ -84,7 +84,7 @@ thread-pool-bulkhead:
 			t.Error("event without time")
 		}
 	}
-	if want := []string{"permitted/", "finished/error", "permitted/", "permitted/", "rejected/full", "finished/success", "finished/success"}; !equal(types, want) {
+	if want := []string{"permitted/", "finished/error", "permitted/", "permitted/", "rejected/rejected", "finished/success", "finished/success"}; !equal(types, want) {
 		t.Errorf("events %v, want %v", types, want)
 	}
 	if em.Events == nil || len(em.Events) != 0 {
@@ -133,7 +133,7 @@ func TestOutcomeWords(t *testing.T) {
 		want string
 	}{
 		{bulkhead.Event{Type: bulkhead.EventPermitted}, ""},
-		{bulkhead.Event{Type: bulkhead.EventRejected, Err: &bulkhead.FullError{}}, "full"},
+		{bulkhead.Event{Type: bulkhead.EventRejected, Err: &bulkhead.FullError{}}, "rejected"},
 		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: context.Canceled}, "cancelled"},
 		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: context.DeadlineExceeded}, "deadline-exceeded"},
 		{bulkhead.Event{Type: bulkhead.EventCancelled, Err: bulkhead.ErrClosed}, "closed"},

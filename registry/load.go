@@ -47,8 +47,11 @@ const (
 // Load reads at most 4 MiB, and its work is linear in the input: aliases
 // and merge keys may make it read a part again, but it reads at most one
 // key, value or list item per byte of input plus 10,000, and refuses a file
-// that would expand further.
+// that would expand further. A nil r is a bug in the caller: Load panics.
 func Load(r io.Reader) (Config, error) {
+	if r == nil {
+		panic("registry: Load called with a nil io.Reader")
+	}
 	c, _, err := load(r, "")
 	return c, err
 }
@@ -496,16 +499,22 @@ func (v *value) name() string {
 // suggest returns ` (did you mean "x"?)` for the known key nearest to nk,
 // or the list of known keys when none is near.
 func suggest(nk string, keys []string) string {
+	if best := closest(nk, keys, normalize); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return "; known keys: " + strings.Join(keys, ", ")
+}
+
+// closest returns the candidate c nearest to s (norm(c) within an edit
+// distance of 3), or "" when none is near.
+func closest(s string, cands []string, norm func(string) string) string {
 	best, bestD := "", 4
-	for _, k := range keys {
-		if d := distance(nk, normalize(k)); d < bestD {
-			best, bestD = k, d
+	for _, c := range cands {
+		if d := distance(s, norm(c)); d < bestD {
+			best, bestD = c, d
 		}
 	}
-	if best == "" {
-		return "; known keys: " + strings.Join(keys, ", ")
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 // distance is the Levenshtein distance between a and b, capped for long input.

@@ -289,8 +289,12 @@ func (r *Registry) get(k bulkhead.Kind, name string) (*entry, error) {
 	}
 	sp, listed := opsOf(k).spec(r.cfg, r.res, name)
 	if r.cfg.Strict && !listed {
+		hint := ""
+		if best := closest(name, opsOf(k).names(r.cfg), func(s string) string { return s }); best != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", best)
+		}
 		r.mu.Unlock()
-		return nil, fmt.Errorf("registry: %s %q: %w", k, name, ErrNotConfigured)
+		return nil, fmt.Errorf("%w: %s %q%s", ErrNotConfigured, k, name, hint)
 	}
 	e, err := newEntry(key{k, name}, sp)
 	if err != nil {
@@ -540,8 +544,12 @@ func (r *Registry) setRecordingLocked(on bool) {
 // queued tasks may finish until ctx ends. Afterwards the registry creates
 // nothing (Semaphore and Pool fail with bulkhead.ErrClosed) but Instances,
 // the metrics and the Handler still show the bulkheads' last state. Close is
-// idempotent; a second call waits for the first, or for its own ctx.
+// idempotent; a second call waits for the first, or for its own ctx. A nil
+// ctx is a bug in the caller: Close panics, before closing anything.
 func (r *Registry) Close(ctx context.Context) error {
+	if ctx == nil {
+		panic("registry: Close called with a nil Context")
+	}
 	r.mu.Lock()
 	if r.closed {
 		done := r.closeDone

@@ -203,11 +203,15 @@ func TestStrictLookups(t *testing.T) {
 	if _, err := r.Semaphore("payment"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Semaphore("paymnet"); !errors.Is(err, ErrNotConfigured) {
-		t.Errorf("Semaphore(paymnet) = %v, want ErrNotConfigured", err)
+	// One "registry:" prefix, the kind and name, and the listed name it was
+	// probably meant to be.
+	_, err = r.Semaphore("paymnet")
+	if want := `registry: no such bulkhead in the configuration: semaphore "paymnet" (did you mean "payment"?)`; !errors.Is(err, ErrNotConfigured) || err.Error() != want {
+		t.Errorf("Semaphore(paymnet) = %v, want ErrNotConfigured reading %q", err, want)
 	}
-	if _, err := r.Pool("payment"); !errors.Is(err, ErrNotConfigured) || !strings.Contains(err.Error(), `pool "payment"`) {
-		t.Errorf("Pool(payment) = %v, want ErrNotConfigured naming the pool", err)
+	_, err = r.Pool("payment")
+	if want := `registry: no such bulkhead in the configuration: pool "payment"`; !errors.Is(err, ErrNotConfigured) || err.Error() != want {
+		t.Errorf("Pool(payment) = %v, want ErrNotConfigured reading %q", err, want)
 	}
 	if len(r.Instances()) != 3 {
 		t.Errorf("%d instances, want the 3 listed", len(r.Instances()))
