@@ -127,7 +127,7 @@ func TestExposureHandlerAndMetricsShowNamesAndNumbersOnly(t *testing.T) {
 	}
 	allowed := map[string]bool{"payment": true, "inventory": true, "reports": true, "semaphore": true, "pool": true,
 		"permitted": true, "rejected": true, "cancelled": true, "finished": true,
-		"full": true, "canceled": true, "deadline-exceeded": true, "closed": true, "other": true, "success": true, "error": true, "panic": true}
+		"deadline-exceeded": true, "closed": true, "other": true, "success": true, "error": true, "panic": true}
 	var walk func(path string, v any)
 	walk = func(path string, v any) {
 		switch v := v.(type) {
