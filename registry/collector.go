@@ -232,14 +232,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// constMetric is prometheus.MustNewConstMetric without the panic: a label
-// value it refuses makes the scrape report an error for that series only.
+// constMetric is one series of d for s. Its label values are a bulkhead's
+// name, which New (semaphore's, pool's and the registry's) keeps to valid
+// UTF-8, and its kind.
 func constMetric(d metricDesc, s bulkhead.Stats, labels ...string) prometheus.Metric {
-	m, err := prometheus.NewConstMetric(d.desc, d.typ, d.val(s), labels...)
-	if err != nil {
-		return prometheus.NewInvalidMetric(d.desc, err)
-	}
-	return m
+	return prometheus.MustNewConstMetric(d.desc, d.typ, d.val(s), labels...)
 }
 
 // RegisterMetrics registers a prometheus.Collector over r on reg: every

@@ -12,7 +12,6 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/pool"
-	"github.com/bulkhead-go/bulkhead/semaphore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -576,44 +575,6 @@ bulkhead_max_allowed_concurrent_calls{kind="semaphore",name="x"} 3
 	_ = p.(*pool.Bulkhead).Close(context.Background())
 	if got := histSeries(t, reg, "x"); len(got) != 2 {
 		t.Fatalf("removing the pool x touched the semaphore x's histograms: %v", got)
-	}
-}
-
-// TestCollectInvalidNameKeepsOthers: should a bulkhead with a name
-// Prometheus refuses ever be in the registry, the scrape reports an error
-// for its series only, and still exports every other bulkhead.
-func TestCollectInvalidNameKeepsOthers(t *testing.T) {
-	r := newTestRegistry(t, "")
-	if _, err := r.Semaphore("good"); err != nil {
-		t.Fatal(err)
-	}
-	b, err := semaphore.New("bad\xffname", semaphore.DefaultConfig())
-	if err != nil {
-		t.Skipf("semaphore.New refuses the name: %v", err)
-	}
-	r.mu.Lock()
-	r.entries[key{bulkhead.Semaphore, b.Name()}] = &entry{key: key{bulkhead.Semaphore, b.Name()}, b: b}
-	r.mu.Unlock()
-	reg := prometheus.NewPedanticRegistry()
-	if _, err := r.RegisterMetrics(reg, MetricsOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	mfs, err := reg.Gather()
-	if err == nil || strings.Contains(err.Error(), "collector panic") {
-		t.Fatalf("Gather = %v, want an error about the name, not a panic", err)
-	}
-	found := false
-	for _, mf := range mfs {
-		if mf.GetName() == "bulkhead_max_allowed_concurrent_calls" {
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					found = found || (l.GetName() == "name" && l.GetValue() == "good")
-				}
-			}
-		}
-	}
-	if !found {
-		t.Fatal("the valid bulkhead's series were lost with the invalid one's")
 	}
 }
 
