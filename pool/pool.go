@@ -166,6 +166,9 @@ func (b *Bulkhead) String() string { return fmt.Sprintf("pool bulkhead %q", b.na
 // quick. A panic in fn is not recovered: on a worker it ends the program,
 // as a panic on any goroutine does.
 func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
+	if fn == nil {
+		panic("pool: Subscribe called with a nil function")
+	}
 	return b.hub.Subscribe(fn)
 }
 

@@ -210,6 +210,7 @@ func TestNilFunctionPanics(t *testing.T) {
 	for _, fn := range []func(){
 		func() { pool.Submit[int](context.Background(), b, nil) },
 		func() { b.Go(context.Background(), nil) },
+		func() { b.Subscribe(nil) },
 	} {
 		func() {
 			defer func() {

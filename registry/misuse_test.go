@@ -28,6 +28,8 @@ func TestNilArgumentsPanic(t *testing.T) {
 		_, _ = r.RegisterMetrics(nil, MetricsOptions{Histograms: true})
 	})
 	mustPanic(t, "registry: Close called with a nil Context", func() { _ = r.Close(nil) })
+	mustPanic(t, "registry: Subscribe called with a nil function", func() { r.Subscribe(nil) })
+	mustPanic(t, "registry: SubscribeEntries called with a nil function", func() { r.SubscribeEntries(nil) })
 	// Neither panic left anything behind: the registry still works and
 	// listens to nobody.
 	if _, err := r.Semaphore("payment"); err != nil {

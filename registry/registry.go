@@ -603,7 +603,7 @@ func (r *Registry) Close(ctx context.Context) error {
 // (no histograms, no RecordEvents) they cost nothing.
 func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	if fn == nil {
-		return func() {}
+		panic("registry: Subscribe called with a nil function")
 	}
 	c := r.calls.Subscribe(fn)
 	r.mu.Lock()
@@ -628,6 +628,9 @@ func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // instance fn's own), that goroutine delivers the new ones after those
 // before them.
 func (r *Registry) SubscribeEntries(fn func(EntryEvent)) (cancel func()) {
+	if fn == nil {
+		panic("registry: SubscribeEntries called with a nil function")
+	}
 	return r.changes.Subscribe(fn)
 }
 

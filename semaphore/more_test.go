@@ -230,3 +230,13 @@ func TestZeroBulkheadPanicsNamingNew(t *testing.T) {
 		}()
 	}
 }
+
+// TestSubscribeNilPanics: a nil subscriber is a bug in the caller.
+func TestSubscribeNilPanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r != "semaphore: Subscribe called with a nil function" {
+			t.Errorf("panic %v", r)
+		}
+	}()
+	mustNew(t, 1, 0).Subscribe(nil)
+}

@@ -181,6 +181,9 @@ func (b *Bulkhead) Config() Config { return *b.cfg.Load() }
 // of the call it reports, and if it panics or calls runtime.Goexit the
 // Bulkhead has already given back any permit the call held.
 func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
+	if fn == nil {
+		panic("semaphore: Subscribe called with a nil function")
+	}
 	return b.hub.Subscribe(fn)
 }
 

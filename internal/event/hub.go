@@ -21,12 +21,9 @@ type sub[T any] struct{ fn func(T) }
 // build an event or read the clock.
 func (h *Hub[T]) Active() bool { return h.subs.Load() != nil }
 
-// Subscribe adds fn and returns a function that removes it. Calling cancel
-// more than once is harmless. A nil fn is ignored.
+// Subscribe adds fn, which must not be nil, and returns a function that
+// removes it. Calling cancel more than once is harmless.
 func (h *Hub[T]) Subscribe(fn func(T)) (cancel func()) {
-	if fn == nil {
-		return func() {}
-	}
 	s := &sub[T]{fn: fn}
 	h.mu.Lock()
 	var next []*sub[T]
