@@ -205,7 +205,11 @@ func (ld *loader) pairs(n *yaml.Node, path, what string) []pair {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		ld.l.add(n.Line, path, "%s must be a mapping of keys to values, got %s", what, describe(n))
+		hint := ""
+		if path == "" && n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "=") {
+			hint = " (only YAML is read: write application.properties' keys as application.yml)"
+		}
+		ld.l.add(n.Line, path, "%s must be a mapping of keys to values, got %s%s", what, describe(n), hint)
 		return nil
 	}
 	var out []pair

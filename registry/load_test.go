@@ -453,6 +453,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`unknown key "colour"; known keys: maxConcurrentCalls`}},
 		{"pool key in semaphore", "bulkhead:\n  instances:\n    a: {queueCapacity: 1}\n",
 			[]string{`semaphore instance "a": unknown key "queueCapacity"`}},
+		{"a properties file", "resilience4j.bulkhead.instances.payment.maxConcurrentCalls=2\nresilience4j.bulkhead.instances.payment.maxWaitDuration=0\n",
+			[]string{"the top level of the file must be a mapping", "only YAML is read"}},
 		{"instances not a mapping", "bulkhead:\n  instances: [a, b]\n",
 			[]string{"bulkhead.instances must be a mapping of keys to values, got a list"}},
 		{"syntax", "bulkhead:\n  instances: {a: [\n", []string{"invalid YAML"}},
