@@ -3,6 +3,7 @@ package semaphore_test
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -67,13 +68,8 @@ func TestListenerMayCallBackIntoBulkhead(t *testing.T) {
 	}
 	want := []bulkhead.EventType{bulkhead.EventPermitted, bulkhead.EventLimitChanged,
 		bulkhead.EventPermitted, bulkhead.EventFinished, bulkhead.EventFinished}
-	if len(seen) != len(want) {
+	if !slices.Equal(seen, want) {
 		t.Fatalf("events %v, want %v", seen, want)
-	}
-	for i := range want {
-		if seen[i] != want[i] {
-			t.Fatalf("events %v, want %v", seen, want)
-		}
 	}
 	semtest.AtRest(t, b, 2, 0, 0, 0)
 }

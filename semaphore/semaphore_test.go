@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,13 +151,8 @@ func TestTryAcquireSequenceAndEvents(t *testing.T) {
 	b.Release()
 	want := []bulkhead.EventType{bulkhead.EventPermitted, bulkhead.EventPermitted, bulkhead.EventRejected,
 		bulkhead.EventFinished, bulkhead.EventFinished, bulkhead.EventPermitted, bulkhead.EventFinished}
-	if len(got) != len(want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("events %v, want %v", got, want)
-		}
 	}
 	semtest.AtRest(t, b, 4, 1, 0, 0)
 }
