@@ -215,6 +215,7 @@ func TestZeroBulkheadPanicsNamingNew(t *testing.T) {
 		func() { _ = zero.Do(ctx, func(context.Context) error { return nil }) },
 		func() { _ = zero.Acquire(ctx) },
 		func() { zero.TryAcquire() },
+		func() { zero.Config() },
 	} {
 		func() {
 			defer func() {
