@@ -282,6 +282,9 @@ type Permit struct {
 // whose Release counts the call finished (failed for a non-nil error) and
 // reports how long it ran.
 func (b *Bulkhead) AcquirePermit(ctx context.Context) (Permit, error) {
+	if ctx == nil {
+		misuse("AcquirePermit", true)
+	}
 	start, err := b.acquire(ctx)
 	if err != nil {
 		return Permit{}, err
