@@ -60,8 +60,8 @@ type Event struct {
 	// in Time within about a second (until then, wall times of events
 	// stamped on either side of the step may be out of order; Sub, Before
 	// and After use the monotonic reading and are exact, as are Wait and
-	// Run). Inside a
-	// testing/synctest bubble, Time is the bubble's time.Now.
+	// Run). Inside a testing/synctest bubble, Time is the bubble's
+	// time.Now.
 	Time time.Time
 	// Err is the rejection (a *FullError) on EventRejected, the reason
 	// (a context's error, ErrClosed) on EventCancelled, and the call's own
@@ -70,8 +70,9 @@ type Event struct {
 	// Wait is how long the call waited for a permit or a worker. Zero when
 	// it got one at once.
 	Wait time.Duration
-	// Run is how long the call ran, on EventFinished when the bulkhead ran
-	// the call itself (Do, Execute, Transport, a pool task); zero otherwise.
+	// Run is how long the call ran, on EventFinished when the bulkhead saw
+	// it start (Do, Execute, a semaphore Permit, bulkheadhttp's Transport
+	// and Handler, a pool task); zero otherwise, as after a plain Release.
 	Run time.Duration
 	// Limit is the new limit on EventLimitChanged, and zero otherwise.
 	Limit int

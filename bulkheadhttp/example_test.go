@@ -49,8 +49,9 @@ func ExampleTransport() {
 
 func ExampleHandler() {
 	checkout, _ := semaphore.New("checkout", semaphore.Config{MaxConcurrentCalls: 1})
-	release := make(chan struct{})
+	entered, release := make(chan struct{}, 1), make(chan struct{})
 	pay := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
 		<-release // a slow payment
 		io.WriteString(w, "paid")
 	})
@@ -66,8 +67,7 @@ func ExampleHandler() {
 		resp.Body.Close()
 		first <- string(body)
 	}()
-	for checkout.Stats().InFlight == 0 { // until the first request holds the permit
-	}
+	<-entered // the first request holds the permit while pay runs
 	resp, _ := http.Get(srv.URL + "/checkout/pay")
 	resp.Body.Close()
 	fmt.Println("second request:", resp.Status, "Retry-After:", resp.Header.Get("Retry-After"))

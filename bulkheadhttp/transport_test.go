@@ -343,23 +343,6 @@ func TestTransportClassifierPanicReleasesPermit(t *testing.T) {
 	semtest.AtRest(t, b, 2, 0, 0, 2)
 }
 
-// recorder keeps the bodies of the responses next returns.
-type recorder struct {
-	next   http.RoundTripper
-	mu     sync.Mutex
-	bodies []io.ReadCloser
-}
-
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := r.next.RoundTrip(req)
-	if err == nil {
-		r.mu.Lock()
-		r.bodies = append(r.bodies, resp.Body)
-		r.mu.Unlock()
-	}
-	return resp, err
-}
-
 // Issue 11, point 3: a body dropped without Close gives its permit back
 // when the garbage collector finds it, on HTTP/1.1 and on HTTP/2 alike,
 // while the stream would otherwise stay open (a large body from a healthy

@@ -53,12 +53,6 @@ func (l *list) pushBack(w *waiter) {
 	l.tail = w
 }
 
-func (l *list) popFront() *waiter {
-	w := l.head
-	l.remove(w)
-	return w
-}
-
 func (l *list) remove(w *waiter) {
 	if w.prev == nil {
 		l.head = w.next

@@ -3,6 +3,7 @@ package semaphore_test
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -67,13 +68,8 @@ func TestListenerMayCallBackIntoBulkhead(t *testing.T) {
 	}
 	want := []bulkhead.EventType{bulkhead.EventPermitted, bulkhead.EventLimitChanged,
 		bulkhead.EventPermitted, bulkhead.EventFinished, bulkhead.EventFinished}
-	if len(seen) != len(want) {
+	if !slices.Equal(seen, want) {
 		t.Fatalf("events %v, want %v", seen, want)
-	}
-	for i := range want {
-		if seen[i] != want[i] {
-			t.Fatalf("events %v, want %v", seen, want)
-		}
 	}
 	semtest.AtRest(t, b, 2, 0, 0, 0)
 }
@@ -219,6 +215,7 @@ func TestZeroBulkheadPanicsNamingNew(t *testing.T) {
 		func() { _ = zero.Do(ctx, func(context.Context) error { return nil }) },
 		func() { _ = zero.Acquire(ctx) },
 		func() { zero.TryAcquire() },
+		func() { zero.Config() },
 	} {
 		func() {
 			defer func() {
@@ -239,4 +236,32 @@ func TestSubscribeNilPanics(t *testing.T) {
 		}
 	}()
 	mustNew(t, 1, 0).Subscribe(nil)
+}
+
+// TestNilArgumentsPanicNamingTheCall: a nil Context or function is a bug in
+// the caller; the panic names the call that got it, and nothing is counted.
+func TestNilArgumentsPanicNamingTheCall(t *testing.T) {
+	b := mustNew(t, 1, 0)
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	for want, call := range map[string]func(){
+		"semaphore: Acquire called with a nil Context":       func() { _ = b.Acquire(nil) },
+		"semaphore: AcquirePermit called with a nil Context": func() { _, _ = b.AcquirePermit(nil) },
+		"semaphore: Do called with a nil Context":            func() { _ = b.Do(nil, fn) },
+		"semaphore: Do called with a nil function":           func() { _ = b.Do(ctx, nil) },
+		"semaphore: Execute called with a nil Context": func() {
+			_, _ = semaphore.Execute(nil, b, func(context.Context) (int, error) { return 0, nil })
+		},
+		"semaphore: Execute called with a nil function": func() { _, _ = semaphore.Execute[int](ctx, b, nil) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != want {
+					t.Errorf("panic %v, want %q", r, want)
+				}
+			}()
+			call()
+		}()
+	}
+	semtest.AtRest(t, b, 0, 0, 0, 0)
 }

@@ -91,12 +91,10 @@ type Bulkhead struct {
 	_     [cacheLine - 8]byte
 
 	// Read by every call, written only by Subscribe and Reconfigure.
-	hub     event.Hub[bulkhead.Event]
-	maxWait atomic.Int64
-	fullErr atomic.Pointer[fullErrors]
-	cfg     atomic.Pointer[Config]
-	name    string
-	_       [cacheLine]byte
+	hub  event.Hub[bulkhead.Event]
+	set  atomic.Pointer[settings]
+	name string
+	_    [cacheLine]byte
 
 	finishedHigh atomic.Uint64 // the finished count >> fieldBits
 	rejected     atomic.Uint64
@@ -130,7 +128,14 @@ type Bulkhead struct {
 	joined int64
 }
 
-type fullErrors struct{ now, waited *bulkhead.FullError }
+// settings is the configuration in force and the rejection errors made
+// from it, replaced as a whole by Reconfigure.
+type settings struct {
+	cfg Config
+	// The errors of every rejection: now of a call refused at once, waited
+	// of one whose wait ran out.
+	now, waited bulkhead.FullError
+}
 
 // epoch anchors now, so that deadlines are read from the monotonic clock.
 var epoch = time.Now()
@@ -158,22 +163,31 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 	return b, nil
 }
 
-// apply stores everything derived from cfg except the limit in the state word.
+// apply stores the settings for cfg; the limit in the state word is the
+// caller's to set.
 func (b *Bulkhead) apply(cfg Config) {
-	b.maxWait.Store(int64(cfg.MaxWaitDuration))
-	b.cfg.Store(&cfg)
-	e := bulkhead.FullError{Name: b.name, Kind: bulkhead.Semaphore,
-		MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitDuration: cfg.MaxWaitDuration}
-	w := e
-	w.Waited = true
-	b.fullErr.Store(&fullErrors{now: &e, waited: &w})
+	st := &settings{cfg: cfg, now: bulkhead.FullError{Name: b.name, Kind: bulkhead.Semaphore,
+		MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitDuration: cfg.MaxWaitDuration}}
+	st.waited = st.now
+	st.waited.Waited = true
+	b.set.Store(st)
+}
+
+// settings returns the settings in force, and panics for a Bulkhead that
+// New did not make.
+func (b *Bulkhead) settings() *settings {
+	st := b.set.Load()
+	if st == nil {
+		unmade()
+	}
+	return st
 }
 
 // Name returns the name the Bulkhead was created with.
 func (b *Bulkhead) Name() string { return b.name }
 
 // Config returns the configuration in force.
-func (b *Bulkhead) Config() Config { return *b.cfg.Load() }
+func (b *Bulkhead) Config() Config { return b.settings().cfg }
 
 // Subscribe calls fn with every event of this Bulkhead until cancel is
 // called. fn follows the callback contract of package
@@ -198,11 +212,9 @@ func (b *Bulkhead) TryAcquire() bool {
 		return true
 	}
 	b.rejected.Add(1) // reject, written out: no call on this path either
-	if b.fullErr.Load() == nil {
-		unmade()
-	}
+	st := b.settings()
 	if b.hub.Active() {
-		b.publish(bulkhead.EventRejected, time.Time{}, b.fullErr.Load().now)
+		b.publish(bulkhead.EventRejected, time.Time{}, &st.now)
 	}
 	return false
 }
@@ -244,7 +256,7 @@ func (b *Bulkhead) acquire(ctx context.Context) (time.Time, error) {
 // to its caller, with the time the wait started (zero when nobody
 // subscribes).
 func (b *Bulkhead) acquireFull(ctx context.Context) (time.Time, error) {
-	if b.maxWait.Load() <= 0 {
+	if b.settings().cfg.MaxWaitDuration <= 0 {
 		return time.Time{}, b.reject(time.Time{}, false)
 	}
 	start, _, err := b.acquireSlow(ctx)
@@ -270,6 +282,9 @@ type Permit struct {
 // whose Release counts the call finished (failed for a non-nil error) and
 // reports how long it ran.
 func (b *Bulkhead) AcquirePermit(ctx context.Context) (Permit, error) {
+	if ctx == nil {
+		misuse("AcquirePermit", true)
+	}
 	start, err := b.acquire(ctx)
 	if err != nil {
 		return Permit{}, err
@@ -307,13 +322,9 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 	for {
 		s := b.state.Load()
 		if full(s) {
-			if b.maxWait.Load() <= 0 {
+			if st := b.settings(); st.cfg.MaxWaitDuration <= 0 {
 				b.rejected.Add(1)
-				fe := b.fullErr.Load()
-				if fe == nil {
-					unmade()
-				}
-				f := fe.now
+				f := &st.now
 				if b.hub.Active() {
 					b.publish(bulkhead.EventRejected, time.Time{}, f)
 				}
@@ -523,6 +534,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 		t = now()
 	}
 	b.mu.Lock()
+	maxWait := b.set.Load().cfg.MaxWaitDuration // Reconfigure changes it under b.mu
 	for {
 		s := b.state.Load()
 		if !full(s) {
@@ -532,7 +544,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 			b.mu.Unlock()
 			return start, nil, nil
 		}
-		if b.waiting.Load() == maxWaiters || b.maxWait.Load() <= 0 {
+		if b.waiting.Load() == maxWaiters || maxWait <= 0 {
 			// Too many waiters, or Reconfigure has just turned waiting off.
 			b.mu.Unlock()
 			return start, nil, b.reject(start, false)
@@ -559,7 +571,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 		t = b.joined
 	}
 	b.joined = t
-	w.deadline = t + b.maxWait.Load()
+	w.deadline = t + int64(maxWait)
 	watch := b.queueLocked(w)
 	w.line = b.line
 	timer := b.timer.C
@@ -861,13 +873,10 @@ func (b *Bulkhead) permitted(start time.Time) time.Time {
 //go:noinline
 func (b *Bulkhead) reject(start time.Time, waited bool) error {
 	b.rejected.Add(1)
-	f := b.fullErr.Load()
-	if f == nil {
-		unmade()
-	}
-	err := f.now
+	st := b.settings()
+	err := &st.now
 	if waited {
-		err = f.waited
+		err = &st.waited
 	}
 	if b.hub.Active() {
 		b.publish(bulkhead.EventRejected, start, err)
