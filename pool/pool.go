@@ -836,8 +836,9 @@ func (b *Bulkhead) publishAt(typ bulkhead.EventType, at time.Time, err error, wa
 // fewer than the new MaxWorkers run. A smaller queue keeps the tasks it holds
 // but admits none until it is below the new capacity. A new QueueTimeout
 // applies to tasks queued after the call (a task keeps the deadline it was
-// queued with); a new KeepAlive to workers started after it. A change of MaxWorkers publishes [bulkhead.EventLimitChanged].
-// After Close it returns [bulkhead.ErrClosed].
+// queued with); a new KeepAlive to workers started after it. A change of
+// MaxWorkers publishes [bulkhead.EventLimitChanged]. After Close it returns
+// [bulkhead.ErrClosed].
 func (b *Bulkhead) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("pool %q: %w", b.name, err)
