@@ -17,7 +17,10 @@ import (
 func TestDecidedAllStartsNothingMoreInTheSlot(t *testing.T) {
 	started := 0
 	for i := range 300 {
-		b, _ := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 10})
+		b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
 		var cRan atomic.Bool
 		parent := mustSubmit(t, b, func(ctx context.Context) (int, error) {
 			fb, _ := pool.Submit(ctx, b, func(context.Context) (int, error) { return 0, errors.New("B") })
@@ -33,7 +36,9 @@ func TestDecidedAllStartsNothingMoreInTheSlot(t *testing.T) {
 			return 0, err
 		})
 		wait(t, parent)
-		b.Close(guardCtx(t))
+		if err := b.Close(guardCtx(t)); err != nil {
+			t.Fatal(err)
+		}
 		if cRan.Load() {
 			started++
 			if started == 1 {
@@ -51,7 +56,10 @@ func TestDecidedAllStartsNothingMoreInTheSlot(t *testing.T) {
 func TestDecidedFirstStartsNothingMoreInTheSlot(t *testing.T) {
 	started := 0
 	for range 300 {
-		b, _ := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 10})
+		b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
 		var parentRunning, cDuringParent atomic.Bool
 		parent := mustSubmit(t, b, func(ctx context.Context) (int, error) {
 			parentRunning.Store(true)
@@ -64,7 +72,9 @@ func TestDecidedFirstStartsNothingMoreInTheSlot(t *testing.T) {
 			return future.First(ctx, fb, fc)
 		})
 		wait(t, parent)
-		b.Close(guardCtx(t))
+		if err := b.Close(guardCtx(t)); err != nil {
+			t.Fatal(err)
+		}
 		if cDuringParent.Load() {
 			started++
 		}
@@ -79,7 +89,10 @@ func TestDecidedFirstStartsNothingMoreInTheSlot(t *testing.T) {
 func TestDecidedAllOfThenFuturesStaysWithinTheLimit(t *testing.T) {
 	over := 0
 	for range 100 {
-		b, _ := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 10})
+		b, err := pool.New("test", pool.Config{MaxWorkers: 1, QueueCapacity: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
 		release := make(chan struct{})
 		var inflight int
 		parent := mustSubmit(t, b, func(ctx context.Context) (int, error) {
@@ -92,7 +105,9 @@ func TestDecidedAllOfThenFuturesStaysWithinTheLimit(t *testing.T) {
 		})
 		wait(t, parent)
 		close(release)
-		b.Close(guardCtx(t))
+		if err := b.Close(guardCtx(t)); err != nil {
+			t.Fatal(err)
+		}
 		if inflight > 1 {
 			over++
 		}

@@ -39,6 +39,25 @@ func until(cond func() bool) bool {
 	return true
 }
 
+// collect runs the garbage collector until n values have come on ch (from
+// runtime.AddCleanup functions) and returns them; fewer if the guard runs
+// out first (it only keeps a broken test from waiting forever).
+func collect[T any](ch <-chan T, n int) []T {
+	var got []T
+	for end := time.Now().Add(guard); len(got) < n; {
+		runtime.GC()
+		select {
+		case v := <-ch:
+			got = append(got, v)
+		case <-time.After(10 * time.Millisecond):
+			if time.Now().After(end) {
+				return got
+			}
+		}
+	}
+	return got
+}
+
 // newPool returns a bulkhead that the test closes at its end, checking that
 // Close returns nil and no goroutine of it is left.
 func newPool(t testing.TB, cfg pool.Config) *pool.Bulkhead {

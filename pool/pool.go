@@ -37,7 +37,7 @@ type Bulkhead struct {
 	// so that a rejection is decided from one atomic load. It is written
 	// (under mu) only when it changes.
 	saturated atomic.Bool
-	closed    atomic.Bool
+	closed    atomic.Bool   // set by Close, under mu
 	rejected  atomic.Uint64 // counted without the lock, on the rejection fast path
 
 	name string
@@ -72,7 +72,6 @@ type Bulkhead struct {
 	queue                                  list // waiting for a worker, oldest first
 	running                                list // active tasks, for Close to cancel
 	watches                                map[<-chan struct{}]*watch
-	closing                                bool
 	releasing                              bool          // closed and drained: released closes once busy is 0
 	releaseStarted                         bool          // the release goroutine has started
 	helpFree                               chan struct{} // closed when a lent slot is given back, if a wait wants one (see help)
@@ -272,12 +271,10 @@ func (b *Bulkhead) precheck(ctx context.Context, wait bool) error {
 	return nil
 }
 
-// reject counts and reports a rejection at submission.
+// reject counts and reports a rejection at submission. (A Bulkhead not
+// made by New is never saturated: admit reports it.)
 func (b *Bulkhead) reject() error {
 	fe := b.full.Load()
-	if fe == nil {
-		panic("pool: Bulkhead used without New")
-	}
 	b.rejected.Add(1)
 	if b.hub.Active() {
 		b.publish(bulkhead.EventRejected, fe.now, 0, 0)
@@ -295,7 +292,7 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	n.ctx.parent, n.ctx.hide = ctx, ctx.Done() != nil
 	b.mu.Lock()
 	switch {
-	case b.closing:
+	case b.closed.Load():
 		b.mu.Unlock()
 		return bulkhead.ErrClosed
 	case b.active < b.maxWorkers:
@@ -837,14 +834,15 @@ func (b *Bulkhead) publishAt(typ bulkhead.EventType, at time.Time, err error, wa
 // fewer than the new MaxWorkers run. A smaller queue keeps the tasks it holds
 // but admits none until it is below the new capacity. A new QueueTimeout
 // applies to tasks queued after the call (a task keeps the deadline it was
-// queued with); a new KeepAlive to workers started after it. A change of MaxWorkers publishes [bulkhead.EventLimitChanged].
-// After Close it returns [bulkhead.ErrClosed].
+// queued with); a new KeepAlive to workers started after it. A change of
+// MaxWorkers publishes [bulkhead.EventLimitChanged]. After Close it returns
+// [bulkhead.ErrClosed].
 func (b *Bulkhead) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("pool %q: %w", b.name, err)
 	}
 	b.mu.Lock()
-	if b.closing {
+	if b.closed.Load() {
 		b.mu.Unlock()
 		return bulkhead.ErrClosed
 	}
@@ -935,8 +933,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	var refused []*node
-	if !b.closing {
-		b.closing = true
+	if !b.closed.Load() {
 		b.closed.Store(true)
 		for b.waiting.head != nil {
 			n := b.waiting.head
@@ -984,7 +981,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 // drainedLocked starts the release of the ants pool once the Bulkhead is
 // closed and holds no task. b.mu must be held.
 func (b *Bulkhead) drainedLocked() {
-	if !b.closing || b.releasing || b.active > 0 || b.queued > 0 {
+	if !b.closed.Load() || b.releasing || b.active > 0 || b.queued > 0 {
 		return
 	}
 	b.releasing = true

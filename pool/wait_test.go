@@ -105,22 +105,9 @@ func TestQueueTimeoutReconfigured(t *testing.T) {
 		}
 		mid := mustSubmit(t, b, task) // deadline 5s
 
-		expiredAt := func(f *future.Future[int], d time.Duration) {
-			t.Helper()
-			time.Sleep(d - time.Nanosecond)
-			synctest.Wait()
-			if _, err := f.Result(); err != future.ErrNotDone {
-				t.Fatalf("completed before its deadline: %v", err)
-			}
-			time.Sleep(time.Nanosecond)
-			synctest.Wait()
-			if _, err := f.Result(); !errors.Is(err, bulkhead.ErrBulkheadFull) {
-				t.Fatalf("not dropped at its deadline: %v", err)
-			}
-		}
 		start := time.Now()
-		expiredAt(short, time.Second)
-		expiredAt(mid, 5*time.Second-time.Since(start))
+		droppedAt(t, "short", short, time.Second)
+		droppedAt(t, "mid", mid, 5*time.Second-time.Since(start))
 		if _, err := long1.Result(); err != future.ErrNotDone {
 			t.Fatalf("long1: %v", err)
 		}
@@ -143,6 +130,23 @@ func TestQueueTimeoutReconfigured(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// droppedAt lets the bubble's clock run to just before d from now and
+// checks that f is still pending, then to d and checks that QueueTimeout
+// dropped it. name names f in a failure.
+func droppedAt(t *testing.T, name string, f *future.Future[int], d time.Duration) {
+	t.Helper()
+	time.Sleep(d - time.Nanosecond)
+	synctest.Wait()
+	if _, err := f.Result(); err != future.ErrNotDone {
+		t.Fatalf("%s completed before its deadline: %v", name, err)
+	}
+	time.Sleep(time.Nanosecond)
+	synctest.Wait()
+	if _, err := f.Result(); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+		t.Fatalf("%s not dropped at its deadline: %v", name, err)
+	}
 }
 
 // A SubmitWait caller's task that moves into the queue when the queue's
@@ -172,17 +176,7 @@ func TestQueueTimeoutRefilled(t *testing.T) {
 		if _, err := first.Result(); !errors.Is(err, bulkhead.ErrBulkheadFull) {
 			t.Fatalf("first: %v", err)
 		}
-		second := <-waited
-		time.Sleep(time.Second - time.Nanosecond)
-		synctest.Wait()
-		if _, err := second.Result(); err != future.ErrNotDone {
-			t.Fatalf("second before its deadline: %v", err)
-		}
-		time.Sleep(time.Nanosecond)
-		synctest.Wait()
-		if _, err := second.Result(); !errors.Is(err, bulkhead.ErrBulkheadFull) {
-			t.Fatalf("second: %v", err)
-		}
+		droppedAt(t, "second", <-waited, time.Second)
 		close(release)
 		running.Wait(context.Background())
 		if err := b.Close(context.Background()); err != nil {
