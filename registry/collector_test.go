@@ -107,7 +107,7 @@ func TestCollectorExposition(t *testing.T) {
 		t.Fatalf("%d series, want %d", n, want)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP bulkhead_waiting_calls Callers waiting for a permit (semaphore).
+# HELP bulkhead_waiting_calls Callers waiting: for a permit (semaphore) or for room in the queue (pool SubmitWait and GoWait).
 # TYPE bulkhead_waiting_calls gauge
 bulkhead_waiting_calls{kind="pool",name="emails"} 0
 bulkhead_waiting_calls{kind="semaphore",name="payment"} 0

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ thread-pool-bulkhead:
 			t.Error("event without time")
 		}
 	}
-	if want := []string{"permitted/", "finished/error", "permitted/", "permitted/", "rejected/rejected", "finished/success", "finished/success"}; !equal(types, want) {
+	if want := []string{"permitted/", "finished/error", "permitted/", "permitted/", "rejected/rejected", "finished/success", "finished/success"}; !slices.Equal(types, want) {
 		t.Errorf("events %v, want %v", types, want)
 	}
 	if em.Events == nil || len(em.Events) != 0 {
@@ -241,16 +242,16 @@ func TestBufferSizeChangeWhileRecording(t *testing.T) {
 	}
 	_ = a.Do(ctx, fail)
 	_ = a.Do(ctx, ok)
-	if got, want := events(), []string{"permitted/", "finished/success"}; !equal(got, want) {
+	if got, want := events(), []string{"permitted/", "finished/success"}; !slices.Equal(got, want) {
 		t.Fatalf("size 2: %v, want %v", got, want)
 	}
 	reconfigure(5) // grows, keeping what it has
 	_ = a.Do(ctx, fail)
-	if got, want := events(), []string{"permitted/", "finished/success", "permitted/", "finished/error"}; !equal(got, want) {
+	if got, want := events(), []string{"permitted/", "finished/success", "permitted/", "finished/error"}; !slices.Equal(got, want) {
 		t.Fatalf("size 5: %v, want %v", got, want)
 	}
 	reconfigure(1) // shrinks to the newest
-	if got, want := events(), []string{"finished/error"}; !equal(got, want) {
+	if got, want := events(), []string{"finished/error"}; !slices.Equal(got, want) {
 		t.Fatalf("size 1: %v, want %v", got, want)
 	}
 	reconfigure(0) // stops
@@ -260,7 +261,7 @@ func TestBufferSizeChangeWhileRecording(t *testing.T) {
 	}
 	reconfigure(3) // starts again, from now
 	_ = a.Do(ctx, ok)
-	if got, want := events(), []string{"permitted/", "finished/success"}; !equal(got, want) {
+	if got, want := events(), []string{"permitted/", "finished/success"}; !slices.Equal(got, want) {
 		t.Fatalf("size 3 again: %v, want %v", got, want)
 	}
 }

@@ -43,6 +43,18 @@ func loadErr(t *testing.T, y string) string {
 	return err.Error()
 }
 
+// wantLoadErr checks that Load refuses in with an error (see loadErr) that
+// contains each of want.
+func wantLoadErr(t *testing.T, in string, want ...string) {
+	t.Helper()
+	msg := loadErr(t, in)
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("input %q: error %q\ndoes not contain %q", in, msg, w)
+		}
+	}
+}
+
 func intp(v int) *int                       { return &v }
 func durp(v time.Duration) *time.Duration   { return &v }
 func ptrEq[T comparable](p *T, want T) bool { return p != nil && *p == want }
@@ -303,9 +315,7 @@ func TestLoadNothingIsAnError(t *testing.T) {
 		"resilience4j: {retry: {}}\n": "configures no bulkhead",
 		"resilence4j:\n  bulkhead:\n    instances: {a: {maxConcurrentCalls: 2}}\n": `(is "resilence4j" a misspelt resilience4j?)`,
 	} {
-		if msg := loadErr(t, in); !strings.Contains(msg, want) {
-			t.Errorf("%q: error %q\ndoes not contain %q", in, msg, want)
-		}
+		wantLoadErr(t, in, want)
 	}
 	// configs alone configure the bulkheads asked for by name.
 	c := mustLoad(t, "bulkhead: {configs: {default: {maxConcurrentCalls: 3}}}\n")
@@ -474,14 +484,7 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`key "resilience4j.bulkhead.instances.payment.maxConcurrentCalls": dotted keys are read down to the section only`}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			msg := loadErr(t, tt.in)
-			for _, w := range tt.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q\ndoes not contain %q", msg, w)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantLoadErr(t, tt.in, tt.want...) })
 	}
 }
 
@@ -554,9 +557,7 @@ func TestLoadMisspeltSection(t *testing.T) {
 		"resilience4j:\n  thread-pool-bulkhed:\n    instances: {p: {maxThreadPoolSize: 2}}\n": `unknown section "thread-pool-bulkhed" (did you mean "thread-pool-bulkhead"?)`,
 		"resilience4j.bulkhaed:\n  instances: {payment: {maxConcurrentCalls: 2}}\n":           `unknown section "resilience4j.bulkhaed" (did you mean "bulkhead"?)`,
 	} {
-		if msg := loadErr(t, in); !strings.Contains(msg, want) {
-			t.Errorf("error %q\ndoes not contain %q", msg, want)
-		}
+		wantLoadErr(t, in, want)
 	}
 	c := mustLoad(t, "resilience4j:\n  circuitbreaker: {instances: {a: {}}}\n  retry: {}\n  ratelimiter: {}\n  timelimiter: {}\n  bulkhead:\n    instances: {a: {}}\n")
 	if len(c.Semaphores) != 1 {
@@ -576,12 +577,7 @@ func TestLoadMergedKeysChecked(t *testing.T) {
 		"in a section": {"line 2", `unknown key "maxConcurentCalls" (brought in by a merge key <<) in bulkhead`},
 	}
 	for _, tt := range tests {
-		msg := loadErr(t, tt.in)
-		for _, w := range want[tt.name] {
-			if !strings.Contains(msg, w) {
-				t.Errorf("%s: error %q\ndoes not contain %q", tt.name, msg, w)
-			}
-		}
+		t.Run(tt.name, func(t *testing.T) { wantLoadErr(t, tt.in, want[tt.name]...) })
 	}
 	// An explicit key still overrides a merged one, silently, as YAML says.
 	c := mustLoad(t, "x: &x {maxConcurrentCalls: 3, max-wait-duration: 1s}\nbulkhead:\n  instances:\n    a: {<<: *x, maxConcurrentCalls: 4, maxWaitDuration: 2s}\n")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -109,7 +110,7 @@ func TestEntrySubscriberCallsRegistry(t *testing.T) {
 		t.Fatal("an entry subscriber that calls the registry deadlocked it")
 	}
 	want := []string{"added:a", "removed:a", "added:b", "reconfigured:b"}
-	if !equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
 }
@@ -359,7 +360,7 @@ func TestEntrySubscriberGoexitMidBatch(t *testing.T) {
 	_, _ = r.Semaphore("e")
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []string{"b", "c", "d", "e"}; !equal(got, want) {
+	if want := []string{"b", "c", "d", "e"}; !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,7 +58,7 @@ func TestNewCreatesListedInstances(t *testing.T) {
 	for _, in := range r.Instances() {
 		names = append(names, in.Name()+":"+in.Stats().Kind.String())
 	}
-	if got, want := names, []string{"emails:pool", "inventory:semaphore", "payment:semaphore"}; !equal(got, want) {
+	if got, want := names, []string{"emails:pool", "inventory:semaphore", "payment:semaphore"}; !slices.Equal(got, want) {
 		t.Fatalf("Instances() = %v, want %v", got, want)
 	}
 	in, ok := r.Find(bulkhead.Semaphore, "payment")
@@ -74,18 +75,6 @@ func TestNewCreatesListedInstances(t *testing.T) {
 	if _, ok := r.Find(bulkhead.Semaphore, "unlisted"); ok {
 		t.Error("Find created an instance")
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestUnlistedGetsDefault(t *testing.T) {
@@ -310,7 +299,7 @@ thread-pool-bulkhead:
 		t.Error("newly listed fraud not created")
 	}
 	want := []string{"added:fraud", "reconfigured:emails", "reconfigured:payment", "reconfigured:search"}
-	if !equal(events, want) {
+	if !slices.Equal(events, want) {
 		t.Errorf("events %v, want %v (inventory unchanged: no event)", events, want)
 	}
 }

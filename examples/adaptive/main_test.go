@@ -97,7 +97,7 @@ func TestDeterministic(t *testing.T) {
 	s.Phases = []sim.Phase{{Name: "steady", Duration: 3 * time.Second, Capacity: 1}, {Name: "halved", Duration: 3 * time.Second, Capacity: 0.5}}
 	var rs [2]sim.Result
 	for i := range rs {
-		lim, _, err := sim.Adaptive(adaptive.DefaultConfig(), 20)
+		lim, err := sim.Adaptive(adaptive.DefaultConfig(), 20)
 		if err != nil {
 			t.Fatal(err)
 		}

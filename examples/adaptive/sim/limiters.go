@@ -26,19 +26,19 @@ func Static(n int) Limiter {
 }
 
 // Adaptive returns a semaphore bulkhead whose limit, initially initial, an
-// adaptive controller with cfg moves, and the controller.
-func Adaptive(cfg adaptive.Config, initial int) (Limiter, *adaptive.Controller, error) {
+// adaptive controller with cfg moves.
+func Adaptive(cfg adaptive.Config, initial int) (Limiter, error) {
 	b, err := semaphore.New("adaptive", semaphore.Config{MaxConcurrentCalls: initial})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	c, err := adaptive.New(cfg, initial, func(n int) error {
 		return b.Reconfigure(semaphore.Config{MaxConcurrentCalls: n})
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return &bulkheadLimiter{b: b, c: c}, c, nil
+	return &bulkheadLimiter{b: b, c: c}, nil
 }
 
 func (l *bulkheadLimiter) Acquire(now time.Time) func(time.Time, time.Duration, error) {
@@ -83,7 +83,7 @@ func RunAll(s Scenario) ([]Result, error) {
 	for _, a := range Algorithms {
 		cfg := adaptive.DefaultConfig()
 		cfg.Algorithm = a
-		lim, _, err := Adaptive(cfg, 20)
+		lim, err := Adaptive(cfg, 20)
 		if err != nil {
 			return nil, err
 		}
