@@ -117,9 +117,15 @@ func TestUnaryServerPushbackDrivesClientRetry(t *testing.T) {
 				next(t, evs, bulkhead.EventRejected)
 				close(svc.release) // the refusal is out: free the permit
 			}()
+			start := time.Now()
 			out, err := unary(context.Background(), cc, unaryMethod, "hello")
 			if retry && (err != nil || out != "hello") {
 				t.Fatalf("with pushback: got %q, %v, want the retry to succeed", out, err)
+			}
+			// The retry policy's own backoff is 10ms: only the pushback
+			// (500ms within ±20%) makes the client wait 400ms or more.
+			if d := time.Since(start); retry && d < pushback*8/10 {
+				t.Fatalf("with pushback %v: the retry came after %v, so the pushback was not honoured", pushback, d)
 			}
 			if !retry && status.Code(err) != codes.Unavailable {
 				t.Fatalf("with pushback -1: got %q, %v, want Unavailable, not retried", out, err)
