@@ -67,6 +67,57 @@ type FullError struct {
 	// waiting for a permit, a pool task waiting in the queue) before it was
 	// rejected, and false when it was refused at once.
 	Waited bool
+	// Reason says why the call was refused; it is never ReasonNone.
+	Reason Reason
+}
+
+// Reason says why a bulkhead refused a call. Every reason's refusal matches
+// [ErrBulkheadFull]; the zero value, ReasonNone, is never a refusal's.
+type Reason uint8
+
+const (
+	// ReasonNone is the zero Reason: no refusal.
+	ReasonNone Reason = iota
+	// ReasonFull: refused at once, every permit (every worker and queue
+	// slot) taken.
+	ReasonFull
+	// ReasonTimeout: waited MaxWaitDuration (a pool task: QueueTimeout)
+	// without a permit.
+	ReasonTimeout
+	// ReasonWaiters: too many callers were waiting already (MaxWaitingCalls).
+	ReasonWaiters
+	// ReasonDeadline: the caller's deadline was nearer than MinDeadlineSlack.
+	ReasonDeadline
+	// ReasonCoDel: shed by CoDel while the queue stood above its target.
+	ReasonCoDel
+	// ReasonKey: a keyed bulkhead's limit for that key.
+	ReasonKey
+	// ReasonTotal: a keyed bulkhead's shared total.
+	ReasonTotal
+	// ReasonKeys: a keyed bulkhead already had MaxActiveKeys keys.
+	ReasonKeys
+	// ReasonPriority: the capacity left is reserved for higher priorities.
+	ReasonPriority
+	// ReasonDisplaced: a queued task pushed out by a task of a higher
+	// priority.
+	ReasonDisplaced
+)
+
+// Reasons lists every Reason a refusal can carry, in order.
+var Reasons = [...]Reason{ReasonFull, ReasonTimeout, ReasonWaiters, ReasonDeadline, ReasonCoDel,
+	ReasonKey, ReasonTotal, ReasonKeys, ReasonPriority, ReasonDisplaced}
+
+var reasonNames = [...]string{"none", "full", "timeout", "waiters", "deadline", "codel",
+	"key", "total", "keys", "priority", "displaced"}
+
+// String returns the reason's metric label: "full", "timeout", "waiters",
+// "deadline", "codel", "key", "total", "keys", "priority", "displaced",
+// "none" for ReasonNone, or "Reason(n)".
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "Reason(" + strconv.Itoa(int(r)) + ")"
 }
 
 // Error names the bulkhead and its limits, for example

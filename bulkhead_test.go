@@ -121,3 +121,20 @@ msg=s s.name=p s.kind=pool s.limit=4 s.in_flight=2 s.queued=3 s.queue_capacity=1
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 }
+
+func TestReasonStrings(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range bulkhead.Reasons {
+		s := r.String()
+		if r == bulkhead.ReasonNone || s == "none" || seen[s] || strings.HasPrefix(s, "Reason(") {
+			t.Fatalf("reason %d: String() = %q, want a distinct label", r, s)
+		}
+		seen[s] = true
+		if !errors.Is(&bulkhead.FullError{Reason: r}, bulkhead.ErrBulkheadFull) {
+			t.Fatalf("a bulkhead.FullError with reason %v does not match bulkhead.ErrBulkheadFull", r)
+		}
+	}
+	if got := bulkhead.Reason(200).String(); got != "Reason(200)" {
+		t.Fatalf("Reason(200).String() = %q", got)
+	}
+}

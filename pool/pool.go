@@ -132,9 +132,9 @@ func (b *Bulkhead) apply(cfg Config) {
 	b.maxWorkers, b.queueCap, b.maxWait = cfg.MaxWorkers, cfg.QueueCapacity, cfg.QueueTimeout
 	b.cfg.Store(&cfg)
 	e := bulkhead.FullError{Name: b.name, Kind: bulkhead.Pool, MaxConcurrentCalls: cfg.MaxWorkers,
-		QueueCapacity: cfg.QueueCapacity, MaxWaitDuration: cfg.QueueTimeout}
+		QueueCapacity: cfg.QueueCapacity, MaxWaitDuration: cfg.QueueTimeout, Reason: bulkhead.ReasonFull}
 	w := e
-	w.Waited = true
+	w.Waited, w.Reason = true, bulkhead.ReasonTimeout
 	b.full.Store(&fullErrors{now: &e, waited: &w})
 }
 

@@ -101,7 +101,7 @@ func TestStartQueueReject(t *testing.T) {
 	if f4 != nil || !errors.Is(err, bulkhead.ErrBulkheadFull) || !errors.As(err, &fe) {
 		t.Fatalf("Submit on a full pool: %v, %v", f4, err)
 	}
-	if *fe != (bulkhead.FullError{Name: "test", Kind: bulkhead.Pool, MaxConcurrentCalls: 2, QueueCapacity: 1}) {
+	if *fe != (bulkhead.FullError{Name: "test", Kind: bulkhead.Pool, MaxConcurrentCalls: 2, QueueCapacity: 1, Reason: bulkhead.ReasonFull}) {
 		t.Fatalf("FullError = %+v", *fe)
 	}
 	if _, err := b.Go(context.Background(), func(context.Context) error { return nil }); !errors.Is(err, bulkhead.ErrBulkheadFull) {

@@ -167,9 +167,9 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 // caller's to set.
 func (b *Bulkhead) apply(cfg Config) {
 	st := &settings{cfg: cfg, now: bulkhead.FullError{Name: b.name, Kind: bulkhead.Semaphore,
-		MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitDuration: cfg.MaxWaitDuration}}
+		MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitDuration: cfg.MaxWaitDuration, Reason: bulkhead.ReasonFull}}
 	st.waited = st.now
-	st.waited.Waited = true
+	st.waited.Waited, st.waited.Reason = true, bulkhead.ReasonTimeout
 	b.set.Store(st)
 }
 
