@@ -132,6 +132,17 @@ func (e *FullError) Error() string {
 	} else {
 		s = fmt.Sprintf("bulkhead %q (%s) is full (maxConcurrentCalls %d)", e.Name, e.Kind, e.MaxConcurrentCalls)
 	}
+	switch e.Reason {
+	case ReasonWaiters:
+		if e.Waited {
+			return s + ": dropped from the line for a newer waiter (maxWaitingCalls)"
+		}
+		return s + ": too many callers waiting (maxWaitingCalls)"
+	case ReasonDeadline:
+		return s + ": its deadline leaves less than minDeadlineSlack"
+	case ReasonCoDel:
+		return s + ": shed by CoDel, the line stood above its target wait"
+	}
 	if e.Waited {
 		if e.Kind == Pool {
 			s += fmt.Sprintf(": task not started within %v", e.MaxWaitDuration)
@@ -197,6 +208,9 @@ type Stats struct {
 	// Rejected counts calls refused because the bulkhead was full, at once
 	// or after waiting (MaxWaitDuration, or a pool's QueueTimeout).
 	Rejected uint64
+	// RejectedBy counts the same calls by the Reason of their refusal
+	// (indexed by Reason); they add up to Rejected.
+	RejectedBy [len(Reasons) + 1]uint64
 	// Cancelled counts calls that gave up before running because their
 	// context ended (or, in a pool, whose future was cancelled or which
 	// Close dropped).
@@ -206,6 +220,12 @@ type Stats struct {
 	// Failed counts finished calls whose function returned an error,
 	// panicked or called runtime.Goexit (in both kinds alike).
 	Failed uint64
+
+	// Overloaded is true while CoDel finds the line of waiters overloaded.
+	Overloaded bool
+	// LIFO is true while the line serves its newest waiter first
+	// (QueueOrder LIFO, or AdaptiveLIFO switched to it).
+	LIFO bool
 }
 
 // LogValue makes a Stats a compact group for log/slog, as in

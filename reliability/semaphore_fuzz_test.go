@@ -22,6 +22,7 @@ type semModel struct {
 	line      []*semWaiter
 	permitted uint64
 	rejected  uint64
+	by        [len(bulkhead.Reasons) + 1]uint64 // rejections by reason
 	cancelled uint64
 	finished  uint64
 	failed    uint64
@@ -46,6 +47,12 @@ func (m *semModel) grant() {
 		m.permitted++
 		w.want = "granted"
 	}
+}
+
+// reject counts a rejection for reason r.
+func (m *semModel) reject(r bulkhead.Reason) {
+	m.rejected++
+	m.by[r]++
 }
 
 func (m *semModel) remove(w *semWaiter) {
@@ -118,7 +125,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 		s := b.Stats()
 		want := bulkhead.Stats{Name: "fuzz", Kind: bulkhead.Semaphore, MaxConcurrentCalls: m.limit,
 			AvailableConcurrentCalls: max(0, m.limit-m.inUse), InFlight: m.inUse, Waiting: len(m.line),
-			Permitted: m.permitted, Rejected: m.rejected, Cancelled: m.cancelled, Finished: m.finished, Failed: m.failed}
+			Permitted: m.permitted, Rejected: m.rejected, RejectedBy: m.by, Cancelled: m.cancelled, Finished: m.finished, Failed: m.failed}
 		if s != want {
 			fail("stats\n got %+v\nwant %+v", s, want)
 		}
@@ -139,7 +146,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 				m.inUse++
 				m.permitted++
 			} else {
-				m.rejected++
+				m.reject(bulkhead.ReasonFull)
 			}
 		case 1: // Acquire on its own goroutine
 			ctx, cancel := context.WithCancel(context.Background())
@@ -152,7 +159,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 				m.permitted++
 				w.want = "granted"
 			case m.wait == 0:
-				m.rejected++
+				m.reject(bulkhead.ReasonFull)
 				w.want = "immediate-rejection"
 			default:
 				w.deadline = time.Now().Add(m.wait)
@@ -210,7 +217,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 			for _, w := range append([]*semWaiter(nil), m.line...) {
 				if !w.deadline.After(end) {
 					m.remove(w)
-					m.rejected++
+					m.reject(bulkhead.ReasonTimeout)
 					w.want = "rejected"
 				}
 			}
@@ -246,7 +253,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 				if !errors.Is(err, bulkhead.ErrBulkheadFull) {
 					fail("Do on a full bulkhead = %v", err)
 				}
-				m.rejected++
+				m.reject(bulkhead.ReasonFull)
 				break
 			}
 			m.permitted++
