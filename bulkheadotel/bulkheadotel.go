@@ -87,7 +87,21 @@ const (
 	attrName   = "bulkhead.name"   // the bulkhead's name
 	attrKind   = "bulkhead.kind"   // "semaphore" or "pool"
 	attrResult = "bulkhead.result" // "permitted", "rejected" or "cancelled"
+	attrReason = "bulkhead.reason" // a bulkhead.Reason's String: "full", "timeout", "waiters", ...
 )
+
+// reasonOpts are one bulkhead's attribute options for bulkhead.rejections,
+// by Reason.
+type reasonOpts [len(bulkhead.Reasons) + 1]metric.MeasurementOption
+
+func newReasonOpts(k key) *reasonOpts {
+	opts := new(reasonOpts)
+	for _, r := range bulkhead.Reasons {
+		opts[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrName, k.name),
+			attribute.String(attrKind, k.kind.String()), attribute.String(attrReason, r.String())))
+	}
+	return opts
+}
 
 type gauge struct {
 	inst metric.Int64ObservableUpDownCounter
@@ -186,14 +200,25 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 		count("bulkhead.failed_calls", "Finished calls that returned an error, panicked or called runtime.Goexit.",
 			func(s bulkhead.Stats) uint64 { return s.Failed }),
 	}
+	rejections := count("bulkhead.rejections", "Calls refused, by reason (bulkhead.reason: full, timeout, waiters, "+
+		"deadline, codel, key, total, keys, priority, displaced); they add up to bulkhead.calls rejected.", nil)
+	state := func(name, desc string) metric.Int64ObservableGauge {
+		inst, err := m.Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit("1"))
+		errs = append(errs, err)
+		return inst
+	}
+	overloaded := state("bulkhead.codel.overloaded", "1 while CoDel finds the line of waiters overloaded, else 0.")
+	lifo := state("bulkhead.queue.lifo", "1 while the line of waiters serves the newest first, else 0.")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	insts := make([]metric.Observable, 0, len(gauges)+len(counters))
+	insts := make([]metric.Observable, 0, len(gauges)+len(counters)+3)
 	for _, g := range gauges {
 		insts = append(insts, g.inst)
 	}
-	insts = append(insts, calls.inst, counters[3].inst, counters[4].inst)
+	insts = append(insts, calls.inst, counters[3].inst, counters[4].inst, rejections.inst, overloaded, lifo)
+	var reasonsMu sync.Mutex // two readers may collect at once
+	reasons := map[key]*reasonOpts{}
 
 	cache := &attrCache{m: map[key]*[nResults]metric.MeasurementOption{}}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -215,7 +240,24 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 		}
 		cache.m = live // forget removed bulkheads
 		cache.mu.Unlock()
+		ros := make([]*reasonOpts, len(stats))
+		reasonsMu.Lock()
+		live2 := make(map[key]*reasonOpts, len(is))
 		for i, s := range stats {
+			k := key{s.Kind, s.Name}
+			if ros[i] = reasons[k]; ros[i] == nil {
+				ros[i] = newReasonOpts(k)
+			}
+			live2[k] = ros[i]
+		}
+		reasons = live2 // forget removed bulkheads
+		reasonsMu.Unlock()
+		for i, s := range stats {
+			for _, r := range bulkhead.Reasons {
+				o.ObserveInt64(rejections.inst, int64(s.RejectedBy[r]), ros[i][r])
+			}
+			o.ObserveInt64(overloaded, int64(one(s.Overloaded)), opts[i][none])
+			o.ObserveInt64(lifo, int64(one(s.LIFO)), opts[i][none])
 			for _, g := range gauges {
 				o.ObserveInt64(g.inst, int64(g.val(s)), opts[i][none])
 			}
@@ -246,4 +288,12 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 		})
 		return err
 	}, nil
+}
+
+// one is 1 for true and 0 for false.
+func one(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

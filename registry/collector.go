@@ -37,7 +37,8 @@ type collector struct {
 	r        *Registry
 	gauges   []metricDesc
 	counters []metricDesc
-	pool     []metricDesc // Resilience4j's thread-pool gauges
+	pool     []metricDesc     // Resilience4j's thread-pool gauges
+	reasons  *prometheus.Desc // rejections_total{name,kind,reason}
 
 	wait, run *prometheus.HistogramVec
 	stopped   bool // unregistered (r.mu)
@@ -87,6 +88,10 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 			func(s bulkhead.Stats) float64 { return float64(s.QueueDepth) }),
 		m(g, "queue_capacity", "The queue's capacity (pool); 0 for a semaphore.",
 			func(s bulkhead.Stats) float64 { return float64(s.QueueCapacity) }),
+		m(g, "codel_overloaded", "1 while CoDel finds the line of waiters overloaded (its shortest wait above the target for an interval), else 0.",
+			func(s bulkhead.Stats) float64 { return one(s.Overloaded) }),
+		m(g, "queue_lifo", "1 while the line of waiters serves the newest first (LIFO, or adaptive LIFO switched to it), else 0.",
+			func(s bulkhead.Stats) float64 { return one(s.LIFO) }),
 		m(k, "calls_permitted_total", "Calls that got a permit or a worker and ran.",
 			func(s bulkhead.Stats) float64 { return float64(s.Permitted) }),
 		m(k, "calls_rejected_total", "Calls refused because the bulkhead was full, at once or after waiting the maximum wait.",
@@ -98,6 +103,9 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		m(k, "calls_failed_total", "Finished calls that returned an error or panicked.",
 			func(s bulkhead.Stats) float64 { return float64(s.Failed) }),
 	}
+	c.reasons = prometheus.NewDesc(prefix+"rejections_total",
+		"Calls refused, by reason (full, timeout, waiters, deadline, codel, key, total, keys, priority, displaced); "+
+			"they add up to calls_rejected_total.", []string{"name", "kind", "reason"}, nil)
 	if opts.Resilience4jNames {
 		c.pool = []metricDesc{
 			m(g, "thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).",
@@ -205,6 +213,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 			ch <- d.desc
 		}
 	}
+	ch <- c.reasons
 	if c.wait != nil {
 		c.wait.Describe(ch)
 		c.run.Describe(ch)
@@ -225,11 +234,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				ch <- constMetric(d, s, e.name, kind)
 			}
 		}
+		for _, r := range bulkhead.Reasons {
+			ch <- prometheus.MustNewConstMetric(c.reasons, prometheus.CounterValue, float64(s.RejectedBy[r]), e.name, kind, r.String())
+		}
 	}
 	if c.wait != nil {
 		c.wait.Collect(ch)
 		c.run.Collect(ch)
 	}
+}
+
+// one is 1 for true and 0 for false.
+func one(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // constMetric is one series of d for s. Its label values are a bulkhead's

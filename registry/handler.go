@@ -46,9 +46,14 @@ type statusStats struct {
 	QueueCapacity            int    `json:"queueCapacity"`
 	Permitted                uint64 `json:"permitted"`
 	Rejected                 uint64 `json:"rejected"`
-	Cancelled                uint64 `json:"cancelled"`
-	Finished                 uint64 `json:"finished"`
-	Failed                   uint64 `json:"failed"`
+	// RejectedBy splits Rejected by reason (bulkhead.Reason's String),
+	// listing the reasons seen.
+	RejectedBy map[string]uint64 `json:"rejectedBy,omitempty"`
+	Cancelled  uint64            `json:"cancelled"`
+	Finished   uint64            `json:"finished"`
+	Failed     uint64            `json:"failed"`
+	Overloaded bool              `json:"codelOverloaded,omitempty"`
+	LIFO       bool              `json:"lifo,omitempty"`
 }
 
 type statusEvent struct {
@@ -120,9 +125,18 @@ func statusOf(e *entry) instanceStatus {
 			MaxConcurrentCalls: s.MaxConcurrentCalls, AvailableConcurrentCalls: s.AvailableConcurrentCalls,
 			InFlight: s.InFlight, Waiting: s.Waiting, QueueDepth: s.QueueDepth, QueueCapacity: s.QueueCapacity,
 			Permitted: s.Permitted, Rejected: s.Rejected, Cancelled: s.Cancelled, Finished: s.Finished, Failed: s.Failed,
+			Overloaded: s.Overloaded, LIFO: s.LIFO,
 		},
 		Config: e.ops.statusOf(e.b),
 		Events: []statusEvent{},
+	}
+	for _, r := range bulkhead.Reasons {
+		if n := s.RejectedBy[r]; n > 0 {
+			if is.Stats.RejectedBy == nil {
+				is.Stats.RejectedBy = map[string]uint64{}
+			}
+			is.Stats.RejectedBy[r.String()] = n
+		}
 	}
 	if ctl := e.control(); ctl != nil {
 		st := ctl.c.State()
