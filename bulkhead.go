@@ -132,15 +132,16 @@ func (e *FullError) Error() string {
 	} else {
 		s = fmt.Sprintf("bulkhead %q (%s) is full (maxConcurrentCalls %d)", e.Name, e.Kind, e.MaxConcurrentCalls)
 	}
-	switch e.Reason {
-	case ReasonWaiters:
-		if e.Waited {
-			return s + ": dropped from the line for a newer waiter (maxWaitingCalls)"
-		}
+	switch {
+	case e.Reason == ReasonWaiters && e.Waited:
+		return s + ": the oldest waiter, dropped for a newer one (maxWaitingCalls)"
+	case e.Reason == ReasonWaiters:
 		return s + ": too many callers waiting (maxWaitingCalls)"
-	case ReasonDeadline:
-		return s + ": its deadline leaves less than minDeadlineSlack"
-	case ReasonCoDel:
+	case e.Reason == ReasonDeadline && e.Waited:
+		return s + ": its deadline came within minDeadlineSlack while it waited"
+	case e.Reason == ReasonDeadline:
+		return s + ": its deadline is nearer than minDeadlineSlack"
+	case e.Reason == ReasonCoDel:
 		return s + ": shed by CoDel, the line stood above its target wait"
 	}
 	if e.Waited {
