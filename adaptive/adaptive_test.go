@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -41,7 +42,17 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *adaptive.Config) { c.MaxLimit = 1 << 21 }, "maxLimit must be between 1 and 1048576 (or 0 for 200), got 2097152"},
 		{func(c *adaptive.Config) { c.MinLimit, c.MaxLimit = 10, 5 }, "minLimit (10) must be <= maxLimit (5)"},
 		{func(c *adaptive.Config) { c.InitialLimit = 500 }, "initialLimit must be between minLimit (1) and maxLimit (200), got 500"},
-		{func(c *adaptive.Config) { c.Window = -time.Second }, "window must be >= 0, got -1s"},
+		{func(c *adaptive.Config) { c.Window = -time.Second }, "window must be between 0 and 24h0m0s, got -1s"},
+		{func(c *adaptive.Config) { c.Window = 106751 * 24 * time.Hour }, "window must be between 0 and 24h0m0s, got 2562024h0m0s"},
+		{func(c *adaptive.Config) { c.Vegas.Alpha = math.NaN() }, "vegas.alpha must be a finite number, got NaN"},
+		{func(c *adaptive.Config) { c.Vegas.Beta = math.Inf(1) }, "vegas.beta must be a finite number, got +Inf"},
+		{func(c *adaptive.Config) { c.Vegas.Backoff = math.NaN() }, "vegas.backoff must be a finite number, got NaN"},
+		{func(c *adaptive.Config) { c.Gradient2.Smoothing = math.NaN() }, "gradient2.smoothing must be a finite number, got NaN"},
+		{func(c *adaptive.Config) { c.Gradient2.Headroom = math.Inf(1) }, "gradient2.headroom must be a finite number, got +Inf"},
+		{func(c *adaptive.Config) { c.Gradient2.Tolerance = math.Inf(1) }, "gradient2.tolerance must be a finite number, got +Inf"},
+		{func(c *adaptive.Config) { c.Gradient2.Backoff = math.NaN() }, "gradient2.backoff must be a finite number, got NaN"},
+		{func(c *adaptive.Config) { c.AIMD.Increase = math.Inf(1) }, "aimd.increase must be a finite number, got +Inf"},
+		{func(c *adaptive.Config) { c.AIMD.Backoff = math.Inf(-1) }, "aimd.backoff must be a finite number, got -Inf"},
 		{func(c *adaptive.Config) { c.MinSamples = -3 }, "minSamples must be >= 0, got -3"},
 		{func(c *adaptive.Config) { c.Vegas.Backoff = 0.2 }, "vegas.backoff must be >= 0.5 and < 1, got 0.2"},
 		{func(c *adaptive.Config) { c.AIMD.Backoff = 1 }, "aimd.backoff must be >= 0.5 and < 1, got 1"},
