@@ -13,6 +13,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
@@ -478,5 +479,49 @@ func TestZeroFieldsMeanDefaults(t *testing.T) {
 				t.Fatalf("limits set with zero fields %v, with DefaultConfig %v", zero.set, full.set)
 			}
 		})
+	}
+}
+
+// wallStep returns t, which carries a monotonic reading, with its wall clock
+// moved by d and its monotonic reading unchanged: what time.Now returns
+// once the system clock was stepped by d (whole seconds). It writes the
+// fields of time.Time (wall: a flag, 33 bits of seconds since 1885 and 30
+// bits of nanoseconds; ext: the monotonic reading); the test checks the
+// result through the time package.
+func wallStep(t time.Time, d time.Duration) time.Time {
+	type layout struct {
+		wall uint64
+		ext  int64
+		loc  *time.Location
+	}
+	(*layout)(unsafe.Pointer(&t)).wall += uint64(int64(d/time.Second)) << 30
+	return t
+}
+
+// Windows close by the monotonic clock: after the wall clock steps back an
+// hour, they go on closing every 10ms of calls.
+func TestWindowsSurviveAWallClockStep(t *testing.T) {
+	start := time.Now()
+	if back := wallStep(start, -time.Hour); back.Sub(start) != 0 || start.Round(0).Sub(back.Round(0)) != time.Hour {
+		t.Fatalf("wallStep: %v is not %v with the wall clock an hour back", back, start)
+	}
+	c, err := adaptive.New(adaptive.Config{Algorithm: "aimd", MinSamples: 1, Window: 10 * time.Millisecond}, 10,
+		func(int) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(at time.Time) {
+		c.Observe(bulkhead.Event{Type: bulkhead.EventPermitted, Time: at})
+		c.Observe(bulkhead.Event{Type: bulkhead.EventFinished, Time: at, Run: time.Millisecond})
+	}
+	for i := range 10 {
+		call(start.Add(time.Duration(i) * 10 * time.Millisecond))
+	}
+	before := c.State().Windows
+	for i := range 10 {
+		call(wallStep(start.Add(time.Duration(10+i)*10*time.Millisecond), -time.Hour))
+	}
+	if s := c.State(); s.Windows-before != 10 {
+		t.Fatalf("%d windows closed in 100ms of calls after the wall clock stepped back (%d before), want 10", s.Windows-before, before)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,8 +27,11 @@ type Controller struct {
 	set    func(int) error
 	cancel func()
 
-	// The open window, updated lock-free by Observe.
-	end         atomic.Int64 // UnixNano when the window may close; 0 before the first event
+	// The open window, updated lock-free by Observe. Times are nanoseconds
+	// since epoch by the monotonic clock (Time.Sub), which a step of the
+	// wall clock does not move.
+	epoch       time.Time
+	end         atomic.Int64 // when the window may close; math.MinInt64 before the first event
 	successes   atomic.Int64
 	sumRun      atomic.Int64
 	drops       atomic.Int64
@@ -37,7 +41,7 @@ type Controller struct {
 	maxInFlight atomic.Int64
 
 	mu    sync.Mutex // held by whoever closes a window
-	start int64      // UnixNano when the open window began
+	start int64      // when the open window began
 	limit float64
 	state State
 	snap  atomic.Pointer[State] // a copy of state for State, which must not wait for mu
@@ -131,7 +135,8 @@ func newController(cfg Config, current int, set func(limit int) error) (*Control
 		return nil, err
 	}
 	d := cfg.withDefaults()
-	c := &Controller{cfg: d, alg: d.algorithm(), set: set}
+	c := &Controller{cfg: d, alg: d.algorithm(), set: set, epoch: time.Now()}
+	c.end.Store(math.MinInt64)
 	name := d.Algorithm
 	if cfg.Custom != nil {
 		name = "custom"
@@ -199,7 +204,7 @@ func (c *Controller) Observe(e bulkhead.Event) {
 	default:
 		return
 	}
-	if t := e.Time.UnixNano(); t >= c.end.Load() && c.successes.Load()+c.drops.Load()+c.timeouts.Load() >= int64(c.cfg.MinSamples) {
+	if t := int64(e.Time.Sub(c.epoch)); t >= c.end.Load() && c.successes.Load()+c.drops.Load()+c.timeouts.Load() >= int64(c.cfg.MinSamples) {
 		c.decide(t, e.Time)
 	}
 }
@@ -222,7 +227,7 @@ func (c *Controller) decide(t int64, now time.Time) {
 	peak := c.maxInFlight.Swap(max(0, c.inFlight.Load()))
 	start := c.start
 	c.start = t
-	if end == 0 {
+	if end == math.MinInt64 {
 		// The first window began before the controller knew the time; it
 		// only starts the clock.
 		c.end.Store(t + int64(c.cfg.Window))
