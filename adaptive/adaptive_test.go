@@ -525,3 +525,37 @@ func TestWindowsSurviveAWallClockStep(t *testing.T) {
 		t.Fatalf("%d windows closed in 100ms of calls after the wall clock stepped back (%d before), want 10", s.Windows-before, before)
 	}
 }
+
+// A call running when Attach begins that finishes during it (here: while
+// Attach sets the initial limit) is not counted running afterwards: under
+// one call at a time the limit, 4, is never used by half, and AIMD holds it.
+func TestAttachSeesCallsThatFinishDuringIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := semaphore.New("dep", semaphore.Config{MaxConcurrentCalls: 5})
+		release, done := make(chan struct{}), make(chan struct{})
+		started := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = b.Do(context.Background(), func(context.Context) error { close(started); <-release; return nil })
+		}()
+		<-started
+		cancel := b.Subscribe(func(e bulkhead.Event) {
+			if e.Type == bulkhead.EventLimitChanged && e.Limit == 4 {
+				close(release) // inside Attach, which is setting the initial limit
+				<-done
+			}
+		})
+		defer cancel()
+		c, err := adaptive.Attach(b, adaptive.Config{Algorithm: "aimd", InitialLimit: 4, MinSamples: 1, Window: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Detach()
+		for range 200 {
+			_ = b.Do(context.Background(), func(context.Context) error { time.Sleep(time.Millisecond); return nil })
+		}
+		if s := c.State(); s.Limit != 4 || s.Windows < 10 {
+			t.Fatalf("after 200 calls one at a time: %+v; want the limit held at 4", s)
+		}
+	})
+}

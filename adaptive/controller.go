@@ -109,8 +109,13 @@ func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adaptive: bulkhead %q: %w", s.Name, err)
 	}
-	c.inFlight.Store(int64(s.InFlight))
+	// The events count the calls that begin from now on, and the ends of
+	// all; Stats, read after subscribing, adds those running that began
+	// before. (Read before, it counted a call that ended in between as
+	// running for ever.)
 	c.cancel = subscribe(c.Observe)
+	in := b.Stats().InFlight
+	c.inFlight.Add(int64(in) - c.inFlight.Load())
 	return c, nil
 }
 
@@ -187,9 +192,7 @@ func (c *Controller) Observe(e bulkhead.Event) {
 	default:
 		return
 	}
-	if n := c.inFlight.Add(-1); n < 0 {
-		c.inFlight.CompareAndSwap(n, 0) // a call that began before Attach
-	}
+	c.inFlight.Add(-1)
 	switch {
 	case e.Err == nil:
 		if e.Run <= 0 {
