@@ -559,3 +559,93 @@ func TestAttachSeesCallsThatFinishDuringIt(t *testing.T) {
 		}
 	})
 }
+
+// blocking is an Algorithm that signals entered and waits for proceed
+// before it answers limit.
+type blocking struct {
+	entered, proceed chan struct{}
+	limit            float64
+}
+
+func (a *blocking) Update(float64, adaptive.Window) adaptive.Decision {
+	close(a.entered)
+	<-a.proceed
+	return adaptive.Decision{Limit: a.limit, Reason: "blocked"}
+}
+
+// A decision in progress when Detach is called does not change the limit
+// after Detach returned: the owner's 7 stays, not the decision's 3.
+func TestDetachStopsADecisionInProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := semaphore.New("dep", semaphore.Config{MaxConcurrentCalls: 10})
+		alg := &blocking{entered: make(chan struct{}), proceed: make(chan struct{}), limit: 3}
+		c, err := adaptive.Attach(b, adaptive.Config{Custom: alg, MinSamples: 1, Window: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 2 { // the first call starts the clock, the second closes a window
+				_ = b.Do(context.Background(), func(context.Context) error { time.Sleep(time.Millisecond); return nil })
+			}
+		}()
+		<-alg.entered
+		c.Detach()
+		cfg := b.Config()
+		cfg.MaxConcurrentCalls = 7
+		if err := b.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		close(alg.proceed)
+		<-done
+		if got := b.Config().MaxConcurrentCalls; got != 7 {
+			t.Fatalf("limit %d after Detach, want the owner's 7", got)
+		}
+	})
+}
+
+// fixed is an Algorithm that always answers limit.
+type fixed float64
+
+func (f fixed) Update(float64, adaptive.Window) adaptive.Decision {
+	return adaptive.Decision{Limit: float64(f), Reason: "fixed"}
+}
+
+// Detach called by a subscriber of the limit change a decision makes (on
+// the goroutine of that decision) returns.
+func TestDetachFromTheDecisionsSubscriber(t *testing.T) {
+	b, _ := semaphore.New("dep", semaphore.Config{MaxConcurrentCalls: 10})
+	var ctl atomic.Pointer[adaptive.Controller]
+	detached := make(chan struct{})
+	cancel := b.Subscribe(func(e bulkhead.Event) {
+		if e.Type == bulkhead.EventLimitChanged && e.Limit == 3 {
+			ctl.Load().Detach()
+			close(detached)
+		}
+	})
+	defer cancel()
+	c, err := adaptive.Attach(b, adaptive.Config{Custom: fixed(3), MinSamples: 1, Window: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl.Store(c)
+	done := make(chan struct{})
+	defer func() { <-done }()
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-detached:
+				return
+			default:
+				_ = b.Do(context.Background(), func(context.Context) error { return nil })
+			}
+		}
+	}()
+	select {
+	case <-detached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Detach from the decision's subscriber did not return")
+	}
+}

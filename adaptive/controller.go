@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,12 @@ type Controller struct {
 	alg    Algorithm
 	set    func(int) error
 	cancel func()
+	// limitOf reads the bulkhead's limit, for Detach (nil from New).
+	limitOf  func() int
+	detached atomic.Bool
+	// applying is, while a decision sets the limit, the limit before it
+	// (high 32 bits) and the new one (low), and 0 otherwise; see Detach.
+	applying atomic.Uint64
 
 	// The open window, updated lock-free by Observe. Times are nanoseconds
 	// since epoch by the monotonic clock (Time.Sub), which a step of the
@@ -85,6 +92,7 @@ type State struct {
 // a semaphore Permit released with its error is.
 func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 	var set func(int) error
+	var limitOf func() int
 	var subscribe func(func(bulkhead.Event)) func()
 	switch b := b.(type) {
 	case *semaphore.Bulkhead:
@@ -93,6 +101,7 @@ func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 			c.MaxConcurrentCalls = n
 			return b.Reconfigure(c)
 		}
+		limitOf = func() int { return b.Config().MaxConcurrentCalls }
 		subscribe = b.Subscribe
 	case *pool.Bulkhead:
 		set = func(n int) error {
@@ -100,6 +109,7 @@ func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 			c.MaxWorkers = n
 			return b.Reconfigure(c)
 		}
+		limitOf = func() int { return b.Config().MaxWorkers }
 		subscribe = b.Subscribe
 	default:
 		return nil, fmt.Errorf("adaptive: Attach needs a *semaphore.Bulkhead or a *pool.Bulkhead, got %T", b)
@@ -109,6 +119,7 @@ func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adaptive: bulkhead %q: %w", s.Name, err)
 	}
+	c.limitOf = limitOf
 	// The events count the calls that begin from now on, and the ends of
 	// all; Stats, read after subscribing, adds those running that began
 	// before. (Read before, it counted a call that ended in between as
@@ -164,10 +175,27 @@ func newController(cfg Config, current int, set func(limit int) error) (*Control
 }
 
 // Detach stops the controller watching its bulkhead; the limit stays where
-// it is. Calling it again, or on a controller made with New, does nothing.
+// it is. Once it returns, no decision of the controller changes the limit.
+// Calling it again, or on a controller made with New, does nothing.
 func (c *Controller) Detach() {
-	if c.cancel != nil {
-		c.cancel()
+	if c.cancel == nil {
+		return
+	}
+	c.detached.Store(true)
+	c.cancel()
+	// A decision that found c attached may be in Reconfigure: wait until
+	// the limit has changed, not until Reconfigure returns, since the
+	// subscribers it calls may be calling Detach. That wait is the
+	// bulkhead's own critical section.
+	for {
+		a := c.applying.Load()
+		if a == 0 {
+			return
+		}
+		if l := c.limitOf(); l != int(a>>32) || l == int(uint32(a)) {
+			return
+		}
+		runtime.Gosched()
 	}
 }
 
@@ -263,6 +291,13 @@ func (c *Controller) decide(t int64, now time.Time) {
 	s.Windows++
 	c.limit = next
 	if int(next) != s.Limit {
+		if c.limitOf != nil {
+			c.applying.Store(uint64(c.limitOf())<<32 | uint64(int(next)))
+			defer c.applying.Store(0)
+		}
+		if c.detached.Load() {
+			return // Detach returned, or is returning
+		}
 		if err := c.set(int(next)); err != nil {
 			s.Error = err.Error()
 		} else {
