@@ -627,8 +627,9 @@ func TestRemoveFromTheApplysSubscriber(t *testing.T) {
 		}
 	})
 	defer cancel()
+	next := mustLoad(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 2}\n")
 	done := make(chan error, 1)
-	go func() { done <- r.Reconfigure(mustLoad(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 2}\n")) }()
+	go func() { done <- r.Reconfigure(next) }()
 	select {
 	case err := <-done:
 		if err != nil || !removed.Load() {
