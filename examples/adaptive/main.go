@@ -3,7 +3,7 @@
 // clock, and prints what each achieved per phase: the dependency runs
 // steadily, loses half its capacity, then recovers.
 //
-//	go run ./examples/adaptive [-initial 20] [-seed 1] [-vegas.alpha 0] [-vegas.beta 0]
+//	go run ./examples/adaptive [-slots 40] [-initial 20] [-seed 1] [-vegas.alpha 0] [-vegas.beta 0]
 package main
 
 import (

@@ -10,9 +10,11 @@ import (
 	"container/heap"
 	"context"
 	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
@@ -351,9 +353,18 @@ func settle(limits []int, every, from, to time.Duration) (int, time.Duration) {
 	return m, to - from
 }
 
-// Flags defines, on fs, flags that change s: -seed, -initial, -vegas.alpha
-// and -vegas.beta (the figures of docs/adaptive.md come from the defaults).
+// Flags defines, on fs, flags that change s: -slots (the offered load
+// follows), -seed, -initial, -vegas.alpha and -vegas.beta.
 func (s *Scenario) Flags(fs *flag.FlagSet) {
+	fs.Func("slots", "the dependency's slots at full capacity (the offered load scales with them)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("want a number of slots >= 1, got %q", v)
+		}
+		s.Rate *= float64(n) / float64(s.Slots)
+		s.Slots = n
+		return nil
+	})
 	fs.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the random arrivals and service times")
 	fs.IntVar(&s.Initial, "initial", s.Initial, "the limit every adaptive controller starts at (0: 20)")
 	fs.Float64Var(&s.Adaptive.Vegas.Alpha, "vegas.alpha", s.Adaptive.Vegas.Alpha, "Vegas' alpha (0: 3·log10(limit))")
