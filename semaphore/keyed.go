@@ -720,29 +720,12 @@ func (k *Keyed[K]) Stats() bulkhead.Stats {
 	}
 }
 
-// KeyedStats counts a [Keyed] bulkhead's keys and its rejections by reason.
-// It holds counts only, never a key.
-type KeyedStats struct {
-	// ActiveKeys is the number of keys that hold or wait for a permit now.
-	ActiveKeys int
-	// IdleKeys is the number of entries of keys with nothing holding or
-	// waiting, kept for reuse: at most 64, the least recently used
-	// evicted first.
-	IdleKeys int
-	// Evicted counts the entries removed: their keys had had nothing
-	// holding or waiting for longer than 64 other keys.
-	Evicted uint64
-	// RejectedKey, RejectedTotal and RejectedKeys count the rejections by
-	// reason ([bulkhead.ReasonKey], [bulkhead.ReasonTotal],
-	// [bulkhead.ReasonKeys]); they add up to Stats().Rejected.
-	RejectedKey, RejectedTotal, RejectedKeys uint64
-}
-
-// KeyStats returns the counts of keys and of rejections by reason.
-func (k *Keyed[K]) KeyStats() KeyedStats {
+// KeyStats returns the counts of keys and of rejections by reason. At
+// most 64 idle keys are kept; Evicted counts those removed beyond.
+func (k *Keyed[K]) KeyStats() bulkhead.KeyStats {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return KeyedStats{ActiveKeys: len(k.keys) - k.nidle, IdleKeys: k.nidle, Evicted: k.evicted,
+	return bulkhead.KeyStats{ActiveKeys: len(k.keys) - k.nidle, IdleKeys: k.nidle, Evicted: k.evicted,
 		RejectedKey: k.rejectedKey, RejectedTotal: k.rejectedTotal, RejectedKeys: k.rejectedKeys}
 }
 
