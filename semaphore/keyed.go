@@ -54,8 +54,9 @@ func (c KeyedConfig) Validate() error {
 // A call takes its key's permit first and then the total's; a caller never
 // holds a total permit while it waits for its key. Callers that hold their
 // key's permit and wait for the total are served round-robin across keys,
-// first in, first out within a key. A key's entry exists only while a call
-// holds or waits for its permits, so memory follows the keys in use.
+// first in, first out within a key. A key's entry is idle once no call holds
+// or waits for its permits; the 64 most recently idle entries are kept for
+// reuse and older ones evicted, so memory follows the keys in use.
 type Keyed[K comparable] struct {
 	name string
 	hub  event.Hub[bulkhead.Event]
