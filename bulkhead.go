@@ -56,7 +56,9 @@ type FullError struct {
 	// Kind is the bulkhead's kind.
 	Kind Kind
 	// MaxConcurrentCalls is the limit in force when the error was built:
-	// permits for a semaphore, workers for a pool.
+	// permits for a semaphore, workers for a pool. For a keyed bulkhead it
+	// is the limit that refused: the key's (ReasonKey), the total
+	// (ReasonTotal) or MaxActiveKeys (ReasonKeys).
 	MaxConcurrentCalls int
 	// QueueCapacity is the pool's queue capacity; 0 for a semaphore.
 	QueueCapacity int
@@ -121,7 +123,9 @@ func (r Reason) String() string {
 }
 
 // Error names the bulkhead and its limits, for example
-// `bulkhead "payment" (semaphore) is full (maxConcurrentCalls 2)` or
+// `bulkhead "payment" (semaphore) is full (maxConcurrentCalls 2)`,
+// `bulkhead "tenants" (semaphore) is full (maxConcurrentCalls 2) for this
+// key` or
 // `bulkhead "lookups" (pool) is full (maxWorkers 4, queueCapacity 10): task
 // not started within 1s`.
 func (e *FullError) Error() string {
@@ -131,6 +135,14 @@ func (e *FullError) Error() string {
 			e.Name, e.MaxConcurrentCalls, e.QueueCapacity)
 	} else {
 		s = fmt.Sprintf("bulkhead %q (%s) is full (maxConcurrentCalls %d)", e.Name, e.Kind, e.MaxConcurrentCalls)
+	}
+	switch e.Reason { // a keyed bulkhead's: which of its limits
+	case ReasonKey:
+		s += " for this key"
+	case ReasonTotal:
+		s += " in total"
+	case ReasonKeys:
+		s = fmt.Sprintf("bulkhead %q (%s) is full: too many active keys (maxActiveKeys %d)", e.Name, e.Kind, e.MaxConcurrentCalls)
 	}
 	if e.Waited {
 		if e.Kind == Pool {
