@@ -56,7 +56,9 @@ type FullError struct {
 	// Kind is the bulkhead's kind.
 	Kind Kind
 	// MaxConcurrentCalls is the limit in force when the error was built:
-	// permits for a semaphore, workers for a pool.
+	// permits for a semaphore, workers for a pool. For a keyed bulkhead it
+	// is the limit that refused: the key's (ReasonKey), the total
+	// (ReasonTotal) or MaxActiveKeys (ReasonKeys).
 	MaxConcurrentCalls int
 	// QueueCapacity is the pool's queue capacity; 0 for a semaphore.
 	QueueCapacity int
@@ -121,7 +123,9 @@ func (r Reason) String() string {
 }
 
 // Error names the bulkhead and its limits, for example
-// `bulkhead "payment" (semaphore) is full (maxConcurrentCalls 2)` or
+// `bulkhead "payment" (semaphore) is full (maxConcurrentCalls 2)`,
+// `bulkhead "tenants" (semaphore) is full (maxConcurrentCalls 2) for this
+// key` or
 // `bulkhead "lookups" (pool) is full (maxWorkers 4, queueCapacity 10): task
 // not started within 1s`.
 func (e *FullError) Error() string {
@@ -132,7 +136,15 @@ func (e *FullError) Error() string {
 	} else {
 		s = fmt.Sprintf("bulkhead %q (%s) is full (maxConcurrentCalls %d)", e.Name, e.Kind, e.MaxConcurrentCalls)
 	}
-	switch {
+	switch e.Reason { // a keyed bulkhead's: which of its limits
+	case ReasonKey:
+		s += " for this key"
+	case ReasonTotal:
+		s += " in total"
+	case ReasonKeys:
+		s = fmt.Sprintf("bulkhead %q (%s) is full: too many active keys (maxActiveKeys %d)", e.Name, e.Kind, e.MaxConcurrentCalls)
+	}
+	switch { // the line's rules: why it did not wait, or stopped waiting
 	case e.Reason == ReasonWaiters && e.Waited:
 		return s + ": the oldest waiter, dropped for a newer one (maxWaitingCalls)"
 	case e.Reason == ReasonWaiters:
@@ -210,7 +222,8 @@ type Stats struct {
 	// or after waiting (MaxWaitDuration, or a pool's QueueTimeout).
 	Rejected uint64
 	// RejectedBy counts the same calls by the Reason of their refusal
-	// (indexed by Reason); they add up to Rejected.
+	// (indexed by Reason); they add up to Rejected. (A keyed bulkhead
+	// counts its reasons in its KeyStats instead.)
 	RejectedBy [len(Reasons) + 1]uint64
 	// Cancelled counts calls that gave up before running because their
 	// context ended (or, in a pool, whose future was cancelled or which

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
@@ -41,7 +43,17 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *adaptive.Config) { c.MaxLimit = 1 << 21 }, "maxLimit must be between 1 and 1048576 (or 0 for 200), got 2097152"},
 		{func(c *adaptive.Config) { c.MinLimit, c.MaxLimit = 10, 5 }, "minLimit (10) must be <= maxLimit (5)"},
 		{func(c *adaptive.Config) { c.InitialLimit = 500 }, "initialLimit must be between minLimit (1) and maxLimit (200), got 500"},
-		{func(c *adaptive.Config) { c.Window = -time.Second }, "window must be >= 0, got -1s"},
+		{func(c *adaptive.Config) { c.Window = -time.Second }, "window must be between 0 and 24h0m0s, got -1s"},
+		{func(c *adaptive.Config) { c.Window = 106751 * 24 * time.Hour }, "window must be between 0 and 24h0m0s, got 2562024h0m0s"},
+		{func(c *adaptive.Config) { c.Vegas.Alpha = math.NaN() }, "vegas.alpha must be a finite number, got NaN"},
+		{func(c *adaptive.Config) { c.Vegas.Beta = math.Inf(1) }, "vegas.beta must be a finite number, got +Inf"},
+		{func(c *adaptive.Config) { c.Vegas.Backoff = math.NaN() }, "vegas.backoff must be a finite number, got NaN"},
+		{func(c *adaptive.Config) { c.Gradient2.Smoothing = math.NaN() }, "gradient2.smoothing must be a finite number, got NaN"},
+		{func(c *adaptive.Config) { c.Gradient2.Headroom = math.Inf(1) }, "gradient2.headroom must be a finite number, got +Inf"},
+		{func(c *adaptive.Config) { c.Gradient2.Tolerance = math.Inf(1) }, "gradient2.tolerance must be a finite number, got +Inf"},
+		{func(c *adaptive.Config) { c.Gradient2.Backoff = math.NaN() }, "gradient2.backoff must be a finite number, got NaN"},
+		{func(c *adaptive.Config) { c.AIMD.Increase = math.Inf(1) }, "aimd.increase must be a finite number, got +Inf"},
+		{func(c *adaptive.Config) { c.AIMD.Backoff = math.Inf(-1) }, "aimd.backoff must be a finite number, got -Inf"},
 		{func(c *adaptive.Config) { c.MinSamples = -3 }, "minSamples must be >= 0, got -3"},
 		{func(c *adaptive.Config) { c.Vegas.Backoff = 0.2 }, "vegas.backoff must be >= 0.5 and < 1, got 0.2"},
 		{func(c *adaptive.Config) { c.AIMD.Backoff = 1 }, "aimd.backoff must be >= 0.5 and < 1, got 1"},
@@ -467,5 +479,173 @@ func TestZeroFieldsMeanDefaults(t *testing.T) {
 				t.Fatalf("limits set with zero fields %v, with DefaultConfig %v", zero.set, full.set)
 			}
 		})
+	}
+}
+
+// wallStep returns t, which carries a monotonic reading, with its wall clock
+// moved by d and its monotonic reading unchanged: what time.Now returns
+// once the system clock was stepped by d (whole seconds). It writes the
+// fields of time.Time (wall: a flag, 33 bits of seconds since 1885 and 30
+// bits of nanoseconds; ext: the monotonic reading); the test checks the
+// result through the time package.
+func wallStep(t time.Time, d time.Duration) time.Time {
+	type layout struct {
+		wall uint64
+		ext  int64
+		loc  *time.Location
+	}
+	(*layout)(unsafe.Pointer(&t)).wall += uint64(int64(d/time.Second)) << 30
+	return t
+}
+
+// Windows close by the monotonic clock: after the wall clock steps back an
+// hour, they go on closing every 10ms of calls.
+func TestWindowsSurviveAWallClockStep(t *testing.T) {
+	start := time.Now()
+	if back := wallStep(start, -time.Hour); back.Sub(start) != 0 || start.Round(0).Sub(back.Round(0)) != time.Hour {
+		t.Fatalf("wallStep: %v is not %v with the wall clock an hour back", back, start)
+	}
+	c, err := adaptive.New(adaptive.Config{Algorithm: "aimd", MinSamples: 1, Window: 10 * time.Millisecond}, 10,
+		func(int) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(at time.Time) {
+		c.Observe(bulkhead.Event{Type: bulkhead.EventPermitted, Time: at})
+		c.Observe(bulkhead.Event{Type: bulkhead.EventFinished, Time: at, Run: time.Millisecond})
+	}
+	for i := range 10 {
+		call(start.Add(time.Duration(i) * 10 * time.Millisecond))
+	}
+	before := c.State().Windows
+	for i := range 10 {
+		call(wallStep(start.Add(time.Duration(10+i)*10*time.Millisecond), -time.Hour))
+	}
+	if s := c.State(); s.Windows-before != 10 {
+		t.Fatalf("%d windows closed in 100ms of calls after the wall clock stepped back (%d before), want 10", s.Windows-before, before)
+	}
+}
+
+// A call running when Attach begins that finishes during it (here: while
+// Attach sets the initial limit) is not counted running afterwards: under
+// one call at a time the limit, 4, is never used by half, and AIMD holds it.
+func TestAttachSeesCallsThatFinishDuringIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := semaphore.New("dep", semaphore.Config{MaxConcurrentCalls: 5})
+		release, done := make(chan struct{}), make(chan struct{})
+		started := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = b.Do(context.Background(), func(context.Context) error { close(started); <-release; return nil })
+		}()
+		<-started
+		cancel := b.Subscribe(func(e bulkhead.Event) {
+			if e.Type == bulkhead.EventLimitChanged && e.Limit == 4 {
+				close(release) // inside Attach, which is setting the initial limit
+				<-done
+			}
+		})
+		defer cancel()
+		c, err := adaptive.Attach(b, adaptive.Config{Algorithm: "aimd", InitialLimit: 4, MinSamples: 1, Window: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Detach()
+		for range 200 {
+			_ = b.Do(context.Background(), func(context.Context) error { time.Sleep(time.Millisecond); return nil })
+		}
+		if s := c.State(); s.Limit != 4 || s.Windows < 10 {
+			t.Fatalf("after 200 calls one at a time: %+v; want the limit held at 4", s)
+		}
+	})
+}
+
+// blocking is an Algorithm that signals entered and waits for proceed
+// before it answers limit.
+type blocking struct {
+	entered, proceed chan struct{}
+	limit            float64
+}
+
+func (a *blocking) Update(float64, adaptive.Window) adaptive.Decision {
+	close(a.entered)
+	<-a.proceed
+	return adaptive.Decision{Limit: a.limit, Reason: "blocked"}
+}
+
+// A decision in progress when Detach is called does not change the limit
+// after Detach returned: the owner's 7 stays, not the decision's 3.
+func TestDetachStopsADecisionInProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := semaphore.New("dep", semaphore.Config{MaxConcurrentCalls: 10})
+		alg := &blocking{entered: make(chan struct{}), proceed: make(chan struct{}), limit: 3}
+		c, err := adaptive.Attach(b, adaptive.Config{Custom: alg, MinSamples: 1, Window: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 2 { // the first call starts the clock, the second closes a window
+				_ = b.Do(context.Background(), func(context.Context) error { time.Sleep(time.Millisecond); return nil })
+			}
+		}()
+		<-alg.entered
+		c.Detach()
+		cfg := b.Config()
+		cfg.MaxConcurrentCalls = 7
+		if err := b.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		close(alg.proceed)
+		<-done
+		if got := b.Config().MaxConcurrentCalls; got != 7 {
+			t.Fatalf("limit %d after Detach, want the owner's 7", got)
+		}
+	})
+}
+
+// fixed is an Algorithm that always answers limit.
+type fixed float64
+
+func (f fixed) Update(float64, adaptive.Window) adaptive.Decision {
+	return adaptive.Decision{Limit: float64(f), Reason: "fixed"}
+}
+
+// Detach called by a subscriber of the limit change a decision makes (on
+// the goroutine of that decision) returns.
+func TestDetachFromTheDecisionsSubscriber(t *testing.T) {
+	b, _ := semaphore.New("dep", semaphore.Config{MaxConcurrentCalls: 10})
+	var ctl atomic.Pointer[adaptive.Controller]
+	detached := make(chan struct{})
+	cancel := b.Subscribe(func(e bulkhead.Event) {
+		if e.Type == bulkhead.EventLimitChanged && e.Limit == 3 {
+			ctl.Load().Detach()
+			close(detached)
+		}
+	})
+	defer cancel()
+	c, err := adaptive.Attach(b, adaptive.Config{Custom: fixed(3), MinSamples: 1, Window: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl.Store(c)
+	done := make(chan struct{})
+	defer func() { <-done }()
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-detached:
+				return
+			default:
+				_ = b.Do(context.Background(), func(context.Context) error { return nil })
+			}
+		}
+	}()
+	select {
+	case <-detached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Detach from the decision's subscriber did not return")
 	}
 }

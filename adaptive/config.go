@@ -3,11 +3,17 @@ package adaptive
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"time"
 )
 
-// The limits a Config may name. MaxLimit matches the bulkheads' own bound.
-const maxLimit = 1 << 20
+// The limits a Config may name. MaxLimit matches the bulkheads' own bound;
+// a window of more than a day would adapt to nothing (and a window near
+// the largest Duration would overflow the clock arithmetic).
+const (
+	maxLimit  = 1 << 20
+	maxWindow = 24 * time.Hour
+)
 
 // Config is a controller's configuration. Every zero field means the default
 // named in its comment, so the zero Config is [DefaultConfig]; the YAML keys
@@ -23,8 +29,9 @@ type Config struct {
 	// bulkhead's own limit (brought within MinLimit and MaxLimit).
 	InitialLimit int `yaml:"initialLimit" json:"initialLimit"`
 	// Window is the shortest time over which finished calls are aggregated
-	// before the algorithm decides; 0 means 100ms. A window also lasts at
-	// least twice the latest mean run time, and until it holds MinSamples.
+	// before the algorithm decides; 0 means 100ms, and at most 24h. A window
+	// also lasts at least twice the latest mean run time, and until it holds
+	// MinSamples.
 	Window time.Duration `yaml:"window" json:"window"`
 	// MinSamples is how many finished calls a window needs; 0 means 20.
 	MinSamples int `yaml:"minSamples" json:"minSamples"`
@@ -119,8 +126,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("maxLimit must be between 1 and %d (or 0 for 200), got %d", maxLimit, c.MaxLimit)
 	case c.InitialLimit < 0:
 		return fmt.Errorf("initialLimit must be >= 0, got %d", c.InitialLimit)
-	case c.Window < 0:
-		return fmt.Errorf("window must be >= 0, got %v", c.Window)
+	case c.Window < 0 || c.Window > maxWindow:
+		return fmt.Errorf("window must be between 0 and %v, got %v", maxWindow, c.Window)
 	case c.MinSamples < 0:
 		return fmt.Errorf("minSamples must be >= 0, got %d", c.MinSamples)
 	}
@@ -132,6 +139,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("initialLimit must be between minLimit (%d) and maxLimit (%d), got %d",
 			d.MinLimit, d.MaxLimit, c.InitialLimit)
 	}
+	v, g, a := c.Vegas, c.Gradient2, c.AIMD
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"vegas.alpha", v.Alpha}, {"vegas.beta", v.Beta}, {"vegas.backoff", v.Backoff},
+		{"gradient2.smoothing", g.Smoothing}, {"gradient2.headroom", g.Headroom},
+		{"gradient2.tolerance", g.Tolerance}, {"gradient2.backoff", g.Backoff},
+		{"aimd.increase", a.Increase}, {"aimd.backoff", a.Backoff}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%s must be a finite number, got %v", f.name, f.v)
+		}
+	}
 	if err := checkFactor("vegas.backoff", c.Vegas.Backoff); err != nil {
 		return err
 	}
@@ -141,7 +160,7 @@ func (c Config) Validate() error {
 	if err := checkFactor("aimd.backoff", c.AIMD.Backoff); err != nil {
 		return err
 	}
-	switch v, g, a := c.Vegas, c.Gradient2, c.AIMD; {
+	switch {
 	case v.Alpha < 0:
 		return fmt.Errorf("vegas.alpha must be >= 0, got %v", v.Alpha)
 	case v.Beta < 0:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,9 +27,18 @@ type Controller struct {
 	alg    Algorithm
 	set    func(int) error
 	cancel func()
+	// limitOf reads the bulkhead's limit, for Detach (nil from New).
+	limitOf  func() int
+	detached atomic.Bool
+	// applying is, while a decision sets the limit, the limit before it
+	// (high 32 bits) and the new one (low), and 0 otherwise; see Detach.
+	applying atomic.Uint64
 
-	// The open window, updated lock-free by Observe.
-	end         atomic.Int64 // UnixNano when the window may close; 0 before the first event
+	// The open window, updated lock-free by Observe. Times are nanoseconds
+	// since epoch by the monotonic clock (Time.Sub), which a step of the
+	// wall clock does not move.
+	epoch       time.Time
+	end         atomic.Int64 // when the window may close; math.MinInt64 before the first event
 	successes   atomic.Int64
 	sumRun      atomic.Int64
 	drops       atomic.Int64
@@ -37,7 +48,7 @@ type Controller struct {
 	maxInFlight atomic.Int64
 
 	mu    sync.Mutex // held by whoever closes a window
-	start int64      // UnixNano when the open window began
+	start int64      // when the open window began
 	limit float64
 	state State
 	snap  atomic.Pointer[State] // a copy of state for State, which must not wait for mu
@@ -81,6 +92,7 @@ type State struct {
 // a semaphore Permit released with its error is.
 func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 	var set func(int) error
+	var limitOf func() int
 	var subscribe func(func(bulkhead.Event)) func()
 	switch b := b.(type) {
 	case *semaphore.Bulkhead:
@@ -89,6 +101,7 @@ func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 			c.MaxConcurrentCalls = n
 			return b.Reconfigure(c)
 		}
+		limitOf = func() int { return b.Config().MaxConcurrentCalls }
 		subscribe = b.Subscribe
 	case *pool.Bulkhead:
 		set = func(n int) error {
@@ -96,6 +109,7 @@ func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 			c.MaxWorkers = n
 			return b.Reconfigure(c)
 		}
+		limitOf = func() int { return b.Config().MaxWorkers }
 		subscribe = b.Subscribe
 	default:
 		return nil, fmt.Errorf("adaptive: Attach needs a *semaphore.Bulkhead or a *pool.Bulkhead, got %T", b)
@@ -105,8 +119,14 @@ func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adaptive: bulkhead %q: %w", s.Name, err)
 	}
-	c.inFlight.Store(int64(s.InFlight))
+	c.limitOf = limitOf
+	// The events count the calls that begin from now on, and the ends of
+	// all; Stats, read after subscribing, adds those running that began
+	// before. (Read before, it counted a call that ended in between as
+	// running for ever.)
 	c.cancel = subscribe(c.Observe)
+	in := b.Stats().InFlight
+	c.inFlight.Add(int64(in) - c.inFlight.Load())
 	return c, nil
 }
 
@@ -131,7 +151,8 @@ func newController(cfg Config, current int, set func(limit int) error) (*Control
 		return nil, err
 	}
 	d := cfg.withDefaults()
-	c := &Controller{cfg: d, alg: d.algorithm(), set: set}
+	c := &Controller{cfg: d, alg: d.algorithm(), set: set, epoch: time.Now()}
+	c.end.Store(math.MinInt64)
 	name := d.Algorithm
 	if cfg.Custom != nil {
 		name = "custom"
@@ -154,10 +175,27 @@ func newController(cfg Config, current int, set func(limit int) error) (*Control
 }
 
 // Detach stops the controller watching its bulkhead; the limit stays where
-// it is. Calling it again, or on a controller made with New, does nothing.
+// it is. Once it returns, no decision of the controller changes the limit.
+// Calling it again, or on a controller made with New, does nothing.
 func (c *Controller) Detach() {
-	if c.cancel != nil {
-		c.cancel()
+	if c.cancel == nil {
+		return
+	}
+	c.detached.Store(true)
+	c.cancel()
+	// A decision that found c attached may be in Reconfigure: wait until
+	// the limit has changed, not until Reconfigure returns, since the
+	// subscribers it calls may be calling Detach. That wait is the
+	// bulkhead's own critical section.
+	for {
+		a := c.applying.Load()
+		if a == 0 {
+			return
+		}
+		if l := c.limitOf(); l != int(a>>32) || l == int(uint32(a)) {
+			return
+		}
+		runtime.Gosched()
 	}
 }
 
@@ -182,9 +220,7 @@ func (c *Controller) Observe(e bulkhead.Event) {
 	default:
 		return
 	}
-	if n := c.inFlight.Add(-1); n < 0 {
-		c.inFlight.CompareAndSwap(n, 0) // a call that began before Attach
-	}
+	c.inFlight.Add(-1)
 	switch {
 	case e.Err == nil:
 		if e.Run <= 0 {
@@ -199,7 +235,7 @@ func (c *Controller) Observe(e bulkhead.Event) {
 	default:
 		return
 	}
-	if t := e.Time.UnixNano(); t >= c.end.Load() && c.successes.Load()+c.drops.Load()+c.timeouts.Load() >= int64(c.cfg.MinSamples) {
+	if t := int64(e.Time.Sub(c.epoch)); t >= c.end.Load() && c.successes.Load()+c.drops.Load()+c.timeouts.Load() >= int64(c.cfg.MinSamples) {
 		c.decide(t, e.Time)
 	}
 }
@@ -222,7 +258,7 @@ func (c *Controller) decide(t int64, now time.Time) {
 	peak := c.maxInFlight.Swap(max(0, c.inFlight.Load()))
 	start := c.start
 	c.start = t
-	if end == 0 {
+	if end == math.MinInt64 {
 		// The first window began before the controller knew the time; it
 		// only starts the clock.
 		c.end.Store(t + int64(c.cfg.Window))
@@ -255,6 +291,13 @@ func (c *Controller) decide(t int64, now time.Time) {
 	s.Windows++
 	c.limit = next
 	if int(next) != s.Limit {
+		if c.limitOf != nil {
+			c.applying.Store(uint64(c.limitOf())<<32 | uint64(int(next)))
+			defer c.applying.Store(0)
+		}
+		if c.detached.Load() {
+			return // Detach returned, or is returning
+		}
 		if err := c.set(int(next)); err != nil {
 			s.Error = err.Error()
 		} else {

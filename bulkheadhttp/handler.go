@@ -77,15 +77,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse answers a request that got no permit.
-func (h *handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
-	if h.reject != nil {
-		h.reject(w, r, err)
+func (c *config) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if c.reject != nil {
+		c.reject(w, r, err)
 		return
 	}
-	if h.retryAfter != "" && errors.Is(err, bulkhead.ErrBulkheadFull) {
-		w.Header().Set("Retry-After", h.retryAfter)
+	if c.retryAfter != "" && errors.Is(err, bulkhead.ErrBulkheadFull) {
+		w.Header().Set("Retry-After", c.retryAfter)
 	}
-	http.Error(w, http.StatusText(h.status), h.status)
+	http.Error(w, http.StatusText(c.status), c.status)
 }
 
 // responseWriter records the final status that the handler writes.

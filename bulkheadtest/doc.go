@@ -43,6 +43,14 @@
 // limit (a minute for AssertIsolated, yours with [AssertIsolatedWithin]) and
 // says where calls may be stuck.
 //
+// Per-key isolation (a [github.com/bulkhead-go/bulkhead/semaphore.Keyed]
+// bulkhead) is proved the same way, with one burst per key through the one
+// keyed bulkhead and Limit set to the key's limit: a noisy key saturated,
+// and another key, arriving after it with [RunInOrder], still gets its full
+// limit (see ExampleRunInOrder_keyed). Size the total above the sum of the
+// bursts' limits, or the total refuses the later key and the proof fails,
+// as it should.
+//
 // Tests that import the pool package and check for leaked goroutines with
 // go.uber.org/goleak can ignore exactly the two goroutines ants starts when
 // it is initialised with [IgnoreAntsDefaultPool].

@@ -1,14 +1,20 @@
 package registry
 
 import (
+	"cmp"
 	"math"
 	"reflect"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bulkhead-go/bulkhead/adaptive"
+	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -177,21 +183,103 @@ func (e *entry) setLimit(ctl *control, n int) error {
 // anything. It holds no lock (the bulkhead's subscribers run here). The
 // registry's Reconfigure and the controller may call it at once: each reads
 // what is wanted, applies it, and tries again if either changed meanwhile,
-// so that the bulkhead ends with the latest of both.
+// so that the bulkhead ends with the latest of both. Once Remove returned
+// it changes nothing (see applies).
 func (e *entry) sync() (changed bool, err error) {
 	for {
-		if e.removed.Load() {
-			return changed, nil // the caller of Remove owns it now
-		}
 		t := e.target.Load()
 		limit := t.limit()
+		a := e.applies.begin(applied(t.cfg, limit))
+		if a == nil {
+			return changed, nil // the caller of Remove owns it now
+		}
 		var c bool
 		c, err = e.ops.sync(e.b, t.cfg, limit)
+		a.done.Store(true)
+		e.applies.end(a)
 		changed = changed || c
 		if e.target.Load() == t && t.limit() == limit {
 			return changed, err
 		}
 	}
+}
+
+// applies keeps sync's applies from landing after Remove returned: an
+// apply registers before it reads the bulkhead's configuration, unless
+// Remove came first, and Remove waits for those registered (see wait).
+type applies struct {
+	mu      sync.Mutex
+	removed bool
+	running []*applyRun
+}
+
+// applyRun is one call of the bulkhead's Reconfigure by sync.
+type applyRun struct {
+	want any // the configuration it gives the bulkhead
+	done atomic.Bool
+}
+
+// begin registers an apply of want, or returns nil after remove.
+func (as *applies) begin(want any) *applyRun {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if as.removed {
+		return nil
+	}
+	a := &applyRun{want: want}
+	as.running = append(as.running, a)
+	return a
+}
+
+func (as *applies) end(a *applyRun) {
+	as.mu.Lock()
+	as.running = slices.DeleteFunc(as.running, func(x *applyRun) bool { return x == a })
+	as.mu.Unlock()
+}
+
+// remove makes every later begin fail and returns the applies running.
+func (as *applies) remove() []*applyRun {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	as.removed = true
+	return slices.Clone(as.running)
+}
+
+// wait returns once each of running has either given b its configuration
+// or returned. It does not wait for the rest of Reconfigure, whose
+// subscribers may be calling Remove; the wait is the bulkhead's own
+// critical section.
+func wait(b handle, running []*applyRun) {
+	for _, a := range running {
+		for !a.done.Load() && configOf(b) != a.want {
+			runtime.Gosched()
+		}
+	}
+}
+
+// applied is the configuration sync gives the bulkhead for want (a
+// semaphore.Config or a pool.Config) and the limit n (0: want's own).
+func applied(want any, n int) any {
+	switch c := want.(type) {
+	case semaphore.Config:
+		c.MaxConcurrentCalls = cmp.Or(n, c.MaxConcurrentCalls)
+		return c
+	case pool.Config:
+		c.MaxWorkers = cmp.Or(n, c.MaxWorkers)
+		return c
+	}
+	return want
+}
+
+// configOf returns b's configuration.
+func configOf(b handle) any {
+	switch b := b.(type) {
+	case interface{ Config() semaphore.Config }:
+		return b.Config()
+	case interface{ Config() pool.Config }:
+		return b.Config()
+	}
+	return nil
 }
 
 // limit is the limit t's controller chose last, 0 without one.

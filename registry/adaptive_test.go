@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -529,5 +530,112 @@ func TestAdaptiveLateDecisionAfterRemove(t *testing.T) {
 	}
 	if got := a.Config().MaxConcurrentCalls; got != 7 {
 		t.Fatalf("a late controller decision after Remove changed the limit to %d, want the owner's 7", got)
+	}
+}
+
+// gated is a semaphore bulkhead whose first Reconfigure waits for proceed
+// (entered is closed once it waits), and which closes polled when Config
+// is called while that Reconfigure waits.
+type gated struct {
+	*semaphore.Bulkhead
+	entered, proceed, polled chan struct{}
+	waiting                  atomic.Bool
+	once, pollOnce           sync.Once
+}
+
+func (g *gated) Reconfigure(c semaphore.Config) error {
+	g.once.Do(func() {
+		g.waiting.Store(true)
+		close(g.entered)
+		<-g.proceed
+		g.waiting.Store(false)
+	})
+	return g.Bulkhead.Reconfigure(c)
+}
+
+func (g *gated) Config() semaphore.Config {
+	if g.waiting.Load() {
+		g.pollOnce.Do(func() { close(g.polled) })
+	}
+	return g.Bulkhead.Config()
+}
+
+// A controller decision that passed sync's check and is inside the
+// bulkhead's Reconfigure when Remove is called does not land after Remove
+// returned: Remove waits for it, and the owner's 77 stays.
+func TestAdaptiveDecisionInReconfigureDuringRemove(t *testing.T) {
+	r, err := New(mustLoad(t, dropYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	a, _ := r.Semaphore("a")
+	g := &gated{Bulkhead: a, entered: make(chan struct{}), proceed: make(chan struct{}), polled: make(chan struct{})}
+	r.mu.Lock()
+	e := r.entries[key{bulkhead.Semaphore, "a"}]
+	e.b = g
+	r.mu.Unlock()
+	ctl := e.control()
+
+	decided := make(chan error, 1)
+	go func() { decided <- e.setLimit(ctl, 3) }() // the decision
+	<-g.entered
+	removed := make(chan error, 1)
+	go func() {
+		if _, ok := r.Remove(bulkhead.Semaphore, "a"); !ok {
+			removed <- errors.New("Remove found nothing")
+			return
+		}
+		removed <- a.Reconfigure(semaphore.Config{MaxConcurrentCalls: 77}) // the new owner's choice
+	}()
+	var err2 error
+	returned := false
+	select {
+	case err2 = <-removed: // Remove returned while the decision was still to land
+		returned = true
+	case <-g.polled: // Remove waits for the decision to land
+	}
+	close(g.proceed)
+	if err := <-decided; err != nil {
+		t.Fatal(err)
+	}
+	if !returned {
+		err2 = <-removed
+	}
+	if err2 != nil {
+		t.Fatal(err2)
+	}
+	if got := a.Config().MaxConcurrentCalls; got != 77 {
+		t.Fatalf("a decision under way during Remove set the limit to %d after it, over the owner's 77", got)
+	}
+}
+
+// Remove called by a subscriber of the limit change that Reconfigure's
+// apply makes (on the goroutine of that apply) returns: it waits for the
+// apply only until the change has landed, which it has.
+func TestRemoveFromTheApplysSubscriber(t *testing.T) {
+	r, err := New(mustLoad(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	var removed atomic.Bool
+	cancel := r.Subscribe(func(e bulkhead.Event) {
+		if e.Type == bulkhead.EventLimitChanged {
+			_, ok := r.Remove(bulkhead.Semaphore, "a")
+			removed.Store(ok)
+		}
+	})
+	defer cancel()
+	next := mustLoad(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 2}\n")
+	done := make(chan error, 1)
+	go func() { done <- r.Reconfigure(next) }()
+	select {
+	case err := <-done:
+		if err != nil || !removed.Load() {
+			t.Fatalf("Reconfigure: %v; removed by the subscriber: %v", err, removed.Load())
+		}
+	case <-time.After(guard):
+		t.Fatal("Remove from a subscriber of Reconfigure's limit change deadlocked")
 	}
 }

@@ -84,10 +84,10 @@ type entry struct {
 	// adaptive controller. Reconfigure replaces it under r.mu and applies
 	// it with no lock held (see sync).
 	target atomic.Pointer[target]
-	// removed is set by Remove: the caller owns the bulkhead from then on,
-	// and neither a controller's late decision nor a Reconfigure that
+	// applies is closed by Remove: the caller owns the bulkhead from then
+	// on, and neither a controller's late decision nor a Reconfigure that
 	// planned the entry before the Remove may change it (see sync).
-	removed atomic.Bool
+	applies applies
 }
 
 // EntryEventType says what happened to a registry entry.
@@ -373,10 +373,14 @@ func compareEntries(a, b *entry) int {
 
 // Remove takes the named bulkhead of kind k out of the registry and returns
 // it; a later request for the name creates a new one. A removed pool is not
-// closed: the caller owns it now and should Close it.
+// closed: the caller owns it now and should Close it. Once Remove returns,
+// neither an adaptive controller's decision nor a Reconfigure under way
+// changes the bulkhead (Remove waits for one already in the bulkhead's
+// Reconfigure to take effect).
 func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool) {
 	r.mu.Lock()
 	e, ok := r.entries[key{k, name}]
+	var running []*applyRun
 	if ok {
 		delete(r.entries, e.key)
 		e.stopListening()
@@ -385,7 +389,7 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 				s.deleteSeriesLocked(e)
 			}
 		}
-		e.removed.Store(true)
+		running = e.applies.remove()
 		e.control().detach()
 		r.enqueueLocked(EntryRemoved, e)
 	}
@@ -393,6 +397,7 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 	if !ok {
 		return nil, false
 	}
+	wait(e.b, running)
 	r.deliver()
 	return e.b, true
 }

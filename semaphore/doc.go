@@ -33,6 +33,10 @@
 // front of an http.Client (holding the permit until the response body is
 // closed) or an http.Handler.
 //
+// [Keyed] limits the calls of each key (a tenant, a customer) under an
+// optional shared total, so that one noisy key cannot take the capacity the
+// others need; see docs/keyed.md.
+//
 // The bulkhead starts no goroutines. Its fast path (a permit granted or
 // refused) takes no lock, reads no clock and allocates nothing while nobody
 // is subscribed to its events. A caller that joins a line of waiters has

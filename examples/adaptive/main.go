@@ -3,10 +3,11 @@
 // clock, and prints what each achieved per phase: the dependency runs
 // steadily, loses half its capacity, then recovers.
 //
-//	go run ./examples/adaptive
+//	go run ./examples/adaptive [-slots 40] [-initial 20] [-seed 1] [-vegas.alpha 0] [-vegas.beta 0]
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +16,10 @@ import (
 )
 
 func main() {
-	if _, err := run(os.Stdout, sim.Default()); err != nil {
+	s := sim.Default()
+	s.Flags(flag.CommandLine)
+	flag.Parse()
+	if _, err := run(os.Stdout, s); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

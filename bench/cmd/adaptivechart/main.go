@@ -31,18 +31,19 @@ import (
 
 func main() {
 	png := flag.String("png", "", "write the chart of the limit over time to this PNG file")
+	s := sim.Default()
+	s.Flags(flag.CommandLine)
 	flag.Parse()
 	testing.Main(func(string, string) (bool, error) { return true, nil },
 		[]testing.InternalTest{{Name: "adaptivechart", F: func(t *testing.T) {
-			if err := run(t, os.Stdout, *png); err != nil {
+			if err := run(t, os.Stdout, s, *png); err != nil {
 				t.Fatal(err)
 			}
 		}}}, nil, nil)
 }
 
 // run simulates, prints and draws.
-func run(t *testing.T, w io.Writer, png string) error {
-	s := sim.Default()
+func run(t *testing.T, w io.Writer, s sim.Scenario, png string) error {
 	results, err := sim.RunAll(s)
 	if err != nil {
 		return err

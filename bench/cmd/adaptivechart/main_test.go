@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bulkhead-go/bulkhead/examples/adaptive/sim"
 )
 
 // TestRun runs the command's work and checks that it printed every row and
@@ -12,7 +14,7 @@ import (
 func TestRun(t *testing.T) {
 	var out strings.Builder
 	png := filepath.Join(t.TempDir(), "adaptive.png")
-	if err := run(t, &out, png); err != nil {
+	if err := run(t, &out, sim.Default(), png); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())

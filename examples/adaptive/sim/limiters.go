@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -73,17 +74,17 @@ func Statics(s Scenario) []int { return []int{s.Slots / 4, s.Slots, 4 * s.Slots}
 var Algorithms = []string{"vegas", "gradient2", "aimd"}
 
 // RunAll runs s with each of Statics, named "static N", then with a
-// controller of each of Algorithms (its DefaultConfig otherwise, starting at
-// a limit of 20), named by the algorithm.
+// controller of each of Algorithms (s.Adaptive otherwise, starting at
+// s.Initial), named by the algorithm.
 func RunAll(s Scenario) ([]Result, error) {
 	var results []Result
 	for _, n := range Statics(s) {
 		results = append(results, Run(s, fmt.Sprintf("static %d", n), Static(n), nil))
 	}
 	for _, a := range Algorithms {
-		cfg := adaptive.DefaultConfig()
+		cfg := s.Adaptive
 		cfg.Algorithm = a
-		lim, err := Adaptive(cfg, 20)
+		lim, err := Adaptive(cfg, cmp.Or(s.Initial, 20))
 		if err != nil {
 			return nil, err
 		}

@@ -9,12 +9,16 @@ package sim
 import (
 	"container/heap"
 	"context"
+	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/adaptive"
 )
 
 // Scenario describes the dependency, the load and the phases.
@@ -41,6 +45,11 @@ type Scenario struct {
 	Sample time.Duration
 	// Seed makes the random arrivals and service times repeatable.
 	Seed uint64
+	// Initial is the limit every adaptive controller starts at; 0 means
+	// 20. Adaptive is their configuration, whose Algorithm RunAll sets
+	// (the zero Config is adaptive.DefaultConfig).
+	Initial  int
+	Adaptive adaptive.Config
 }
 
 // Phase is a stretch of time with a given share of the dependency's slots.
@@ -342,4 +351,22 @@ func settle(limits []int, every, from, to time.Duration) (int, time.Duration) {
 		}
 	}
 	return m, to - from
+}
+
+// Flags defines, on fs, flags that change s: -slots (the offered load
+// follows), -seed, -initial, -vegas.alpha and -vegas.beta.
+func (s *Scenario) Flags(fs *flag.FlagSet) {
+	fs.Func("slots", "the dependency's slots at full capacity (the offered load scales with them)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("want a number of slots >= 1, got %q", v)
+		}
+		s.Rate *= float64(n) / float64(s.Slots)
+		s.Slots = n
+		return nil
+	})
+	fs.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the random arrivals and service times")
+	fs.IntVar(&s.Initial, "initial", s.Initial, "the limit every adaptive controller starts at (0: 20)")
+	fs.Float64Var(&s.Adaptive.Vegas.Alpha, "vegas.alpha", s.Adaptive.Vegas.Alpha, "Vegas' alpha (0: 3·log10(limit))")
+	fs.Float64Var(&s.Adaptive.Vegas.Beta, "vegas.beta", s.Adaptive.Vegas.Beta, "Vegas' beta (0: 6·log10(limit))")
 }

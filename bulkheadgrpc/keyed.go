@@ -1,0 +1,86 @@
+package bulkheadgrpc
+
+import (
+	"context"
+
+	"github.com/bulkhead-go/bulkhead/semaphore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// KeyedUnaryServerInterceptor is [UnaryServerInterceptor] with a limit per
+// key: each call holds the permit of its key in k (and of k's total) until
+// the handler returns. key names a call's key from its context and method,
+// such as the tenant an authentication interceptor earlier in the chain
+// verified; a call for which it returns false has no key and passes
+// without a permit. Refusals, pushback and classification are
+// UnaryServerInterceptor's.
+//
+// Take the key from a verified identity (peer certificate, a checked
+// token), never from raw metadata the client sets: a client that picks its
+// own key can spread its calls over as many keys as it likes, each with a
+// fresh limit, up to k's MaxActiveKeys, which then refuses the other
+// clients' new keys.
+func KeyedUnaryServerInterceptor(k *semaphore.Keyed[string], key func(ctx context.Context, fullMethod string) (string, bool), opts ...Option) grpc.UnaryServerInterceptor {
+	checkKeyed("KeyedUnaryServerInterceptor", k, key)
+	o := newOptions(opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		kk, ok := key(ctx, info.FullMethod)
+		if !ok {
+			return handler(ctx, req)
+		}
+		p, err := k.AcquirePermit(ctx, kk)
+		if err != nil {
+			return nil, o.refusal(err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
+		}
+		released := false
+		defer func() {
+			if !released {
+				p.Release(errAborted)
+			}
+		}()
+		resp, err := handler(ctx, req)
+		outcome := o.classify(err)
+		released = true
+		p.Release(outcome)
+		return resp, err
+	}
+}
+
+// KeyedStreamServerInterceptor is [KeyedUnaryServerInterceptor] for streams:
+// key gets the stream's context, and the permit is held until the stream's
+// handler returns.
+func KeyedStreamServerInterceptor(k *semaphore.Keyed[string], key func(ctx context.Context, fullMethod string) (string, bool), opts ...Option) grpc.StreamServerInterceptor {
+	checkKeyed("KeyedStreamServerInterceptor", k, key)
+	o := newOptions(opts)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		kk, ok := key(ss.Context(), info.FullMethod)
+		if !ok {
+			return handler(srv, ss)
+		}
+		p, err := k.AcquirePermit(ss.Context(), kk)
+		if err != nil {
+			return o.refusal(err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
+		}
+		released := false
+		defer func() {
+			if !released {
+				p.Release(errAborted)
+			}
+		}()
+		err = handler(srv, ss)
+		outcome := o.classify(err)
+		released = true
+		p.Release(outcome)
+		return err
+	}
+}
+
+func checkKeyed(name string, k *semaphore.Keyed[string], key func(context.Context, string) (string, bool)) {
+	if k == nil {
+		panic("bulkheadgrpc: " + name + " called with a nil *semaphore.Keyed")
+	}
+	if key == nil {
+		panic("bulkheadgrpc: " + name + " called with a nil key function")
+	}
+}

@@ -1,0 +1,24 @@
+package bulkhead
+
+// KeyStats counts a keyed bulkhead's keys and its rejections by reason. It
+// holds counts only, never a key (keys are often user ids).
+type KeyStats struct {
+	// ActiveKeys is the number of keys that hold or wait for capacity now.
+	ActiveKeys int
+	// IdleKeys is the number of entries of keys with nothing holding or
+	// waiting, kept for reuse (a bounded cache, least recently used out).
+	IdleKeys int
+	// Evicted counts the entries of idle keys removed from that cache.
+	Evicted uint64
+	// RejectedKey, RejectedTotal and RejectedKeys count the rejections by
+	// reason ([ReasonKey], [ReasonTotal], [ReasonKeys]); they add up to
+	// Stats().Rejected.
+	RejectedKey, RejectedTotal, RejectedKeys uint64
+}
+
+// KeyedInstance is what keyed bulkheads have in common: an [Instance] whose
+// limits apply per key, which also counts its keys.
+type KeyedInstance interface {
+	Instance
+	KeyStats() KeyStats
+}
