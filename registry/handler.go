@@ -9,6 +9,8 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/adaptive"
+	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 // The status document. Its JSON names are part of the API (documented in
@@ -104,6 +106,20 @@ const (
 var outcomes = [...]string{outNone: "", outRejected: "rejected", outCancelled: "cancelled", outDeadline: "deadline-exceeded",
 	outClosed: "closed", outOther: "other", outSuccess: "success", outError: "error", outPanic: "panic"}
 
+// configOf is the status page's view of b's configuration.
+func configOf(b handle) statusConfig {
+	switch b := b.(type) {
+	case *semaphore.Bulkhead:
+		c := b.Config()
+		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}
+	case *pool.Bulkhead:
+		c := b.Config()
+		return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
+			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
+	}
+	return statusConfig{}
+}
+
 func durText(d time.Duration) string {
 	if d == 0 {
 		return ""
@@ -121,7 +137,7 @@ func statusOf(e *entry) instanceStatus {
 			InFlight: s.InFlight, Waiting: s.Waiting, QueueDepth: s.QueueDepth, QueueCapacity: s.QueueCapacity,
 			Permitted: s.Permitted, Rejected: s.Rejected, Cancelled: s.Cancelled, Finished: s.Finished, Failed: s.Failed,
 		},
-		Config: e.ops.statusOf(e.b),
+		Config: configOf(e.b),
 		Events: []statusEvent{},
 	}
 	if ctl := e.control(); ctl != nil {
