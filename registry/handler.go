@@ -17,6 +17,8 @@ import (
 // docs/metrics.md); the Go types are not.
 type status struct {
 	Instances []instanceStatus `json:"instances"`
+	// Reload is what Registry.Follow did, once it ran.
+	Reload *reloads `json:"reload,omitempty"`
 }
 
 type instanceStatus struct {
@@ -190,7 +192,7 @@ func (r *Registry) Handler() http.Handler {
 		} else {
 			es = r.snapshot()
 		}
-		st := status{Instances: make([]instanceStatus, 0, len(es))}
+		st := status{Instances: make([]instanceStatus, 0, len(es)), Reload: r.reloadStatus()}
 		for _, e := range es {
 			st.Instances = append(st.Instances, statusOf(e))
 		}

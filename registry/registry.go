@@ -47,6 +47,7 @@ type Registry struct {
 	listeners  int          // reasons to receive the instances' events
 	recording  bool         // keep recent events per instance (Config.RecordEvents)
 	collectors []*collector // the registered collectors with histograms
+	reloads    *reloads     // what Follow did, nil if it never ran
 
 	// Entry events wait in pending, in the order of the changes (made
 	// under mu), until the goroutine that is delivering takes them:
@@ -418,7 +419,11 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 //
 // Concurrent Reconfigure calls end with the limits of the configuration
 // installed last on every bulkhead. It never waits for calls in flight.
-func (r *Registry) Reconfigure(cfg Config) error {
+func (r *Registry) Reconfigure(cfg Config) error { return r.reconfigure(cfg, false) }
+
+// reconfigure is Reconfigure; with keep, it refuses a configuration that no
+// longer lists an instance that the running one lists and r holds.
+func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	res, err := config.Resolve(cfg)
 	if err != nil {
 		return err
@@ -435,6 +440,12 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 	plan := make([]change, 0, len(r.entries))
 	for _, e := range r.entries {
+		if _, was := specOf(r.res, e.key); keep && was {
+			if _, still := specOf(res, e.key); !still {
+				r.mu.Unlock()
+				return fmt.Errorf("registry: the new configuration no longer lists %s instance %q, which is in use; the running configuration stays (Remove it first)", e.kind, e.name)
+			}
+		}
 		sp, _ := specOf(res, e.key)
 		// The controller stays while its block does; a new or changed
 		// block starts a new one.
