@@ -161,12 +161,13 @@ func statusOf(e *entry) instanceStatus {
 // configuration, statistics and recent events as JSON (GET or HEAD), like
 // Spring's bulkheads and bulkheadevents actuator endpoints together, and
 // for a bulkhead with an adaptive block its controller's adaptive.State
-// under "adaptive".
+// under "adaptive"; once Follow ran, what it did under "reload".
 // ?name=x limits it to the bulkheads called x (a semaphore, a pool, or
 // both; ?kind=semaphore or ?kind=pool picks one), 404 if there is none.
 //
-// It shows names, numbers and fixed words only: never error texts, tags or
-// anything from the environment. Events appear only while
+// It shows names, numbers and fixed words only (never the error texts of
+// calls, tags or anything from the environment), and the last error of
+// Follow, the loader's message about the file. Events appear only while
 // Config.RecordEvents is on; the handler does not turn it on.
 func (r *Registry) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

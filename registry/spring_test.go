@@ -50,7 +50,7 @@ resilience4j.bulkhead.instances.payment.maxConcurrentCalls: 7
 // holds for the active profiles, later over earlier, key by key.
 func TestProfileSelection(t *testing.T) {
 	for _, tt := range []struct {
-		name, active   string // SPRING_PROFILES_ACTIVE
+		name, active    string // SPRING_PROFILES_ACTIVE
 		payment, search int
 	}{
 		{"default only", "", 2, 4},
@@ -102,11 +102,11 @@ func TestProfileFiles(t *testing.T) {
 		"application.yml": "spring.profiles.active: prod,eu\n" +
 			"resilience4j.bulkhead.instances:\n  a: {maxConcurrentCalls: 1}\n  b: {maxConcurrentCalls: 1}\n  c: {maxConcurrentCalls: 1}\n  d: {maxConcurrentCalls: 1}\n" +
 			"---\nspring.config.activate.on-profile: prod\nresilience4j.bulkhead.instances.e.maxConcurrentCalls: 1\n",
-		"application-prod.yaml":      "resilience4j.bulkhead.instances:\n  a: {maxConcurrentCalls: 2}\n  b: {maxConcurrentCalls: 2}\n  e: {maxConcurrentCalls: 2}\n",
-		"application-prod.yml":       "resilience4j.bulkhead.instances.b.maxConcurrentCalls: 3\nresilience4j.bulkhead.instances.c.maxConcurrentCalls: 3\n",
+		"application-prod.yaml":       "resilience4j.bulkhead.instances:\n  a: {maxConcurrentCalls: 2}\n  b: {maxConcurrentCalls: 2}\n  e: {maxConcurrentCalls: 2}\n",
+		"application-prod.yml":        "resilience4j.bulkhead.instances.b.maxConcurrentCalls: 3\nresilience4j.bulkhead.instances.c.maxConcurrentCalls: 3\n",
 		"application-prod.properties": "resilience4j.bulkhead.instances.c.max-concurrent-calls=4\n",
-		"application-eu.yml":         "resilience4j.bulkhead.instances.d.maxConcurrentCalls: 5\n---\nspring.config.activate.on-profile: prod\nresilience4j.bulkhead.instances.a.maxConcurrentCalls: 6\n",
-		"application-default.yml":    "resilience4j.bulkhead.instances.a.maxConcurrentCalls: 99\n",
+		"application-eu.yml":          "resilience4j.bulkhead.instances.d.maxConcurrentCalls: 5\n---\nspring.config.activate.on-profile: prod\nresilience4j.bulkhead.instances.a.maxConcurrentCalls: 6\n",
+		"application-default.yml":     "resilience4j.bulkhead.instances.a.maxConcurrentCalls: 99\n",
 	})
 	c, err := LoadFile(filepath.Join(dir, "application.yml"))
 	if err != nil {
