@@ -43,6 +43,10 @@ type collector struct {
 	stopped   bool // unregistered (r.mu)
 }
 
+// reloadsDesc counts what Registry.Follow did, once it ran.
+var reloadsDesc = prometheus.NewDesc("bulkhead_config_reloads_total",
+	"Configurations Registry.Follow read, by result: applied, or refused (the running configuration stayed).", []string{"result"}, nil)
+
 // histograms are one bulkhead's histogram series.
 type histograms struct {
 	permitted, rejected, cancelled, run prometheus.Observer
@@ -205,6 +209,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 			ch <- d.desc
 		}
 	}
+	ch <- reloadsDesc
 	if c.wait != nil {
 		c.wait.Describe(ch)
 		c.run.Describe(ch)
@@ -225,6 +230,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				ch <- constMetric(d, s, e.name, kind)
 			}
 		}
+	}
+	if st := c.r.reloadStatus(); st != nil {
+		ch <- prometheus.MustNewConstMetric(reloadsDesc, prometheus.CounterValue, float64(st.Applied), "applied")
+		ch <- prometheus.MustNewConstMetric(reloadsDesc, prometheus.CounterValue, float64(st.Refused), "refused")
 	}
 	if c.wait != nil {
 		c.wait.Collect(ch)
