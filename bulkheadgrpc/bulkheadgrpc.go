@@ -1,6 +1,7 @@
 package bulkheadgrpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -73,15 +74,30 @@ func WithPushback(d time.Duration) Option {
 // replaces it. It returns nil for a nil error or status OK; for
 // ResourceExhausted and Unavailable (the dependency refused the call for
 // lack of capacity, or could not be reached) an error matching both
-// [bulkhead.ErrOverloaded] and err; and err itself for every other code.
+// [bulkhead.ErrOverloaded] and err; for DeadlineExceeded and Canceled an
+// error matching both err and context.DeadlineExceeded or context.Canceled,
+// so that an adaptive controller counts a call whose deadline passed as a
+// timeout; and err itself for every other code.
 func DefaultClassifier(err error) error {
+	var ctxErr error
 	switch status.Code(err) {
 	case codes.OK:
 		return nil
 	case codes.ResourceExhausted, codes.Unavailable:
 		return fmt.Errorf("%w: %w", bulkhead.ErrOverloaded, err)
+	case codes.DeadlineExceeded:
+		ctxErr = context.DeadlineExceeded
+	case codes.Canceled:
+		ctxErr = context.Canceled
+	default:
+		return err
 	}
-	return err
+	// grpc-go's status errors for an ended context do not wrap the
+	// context's error; ctx.Err() and the interceptors' own errors do.
+	if errors.Is(err, ctxErr) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ctxErr, err)
 }
 
 // statusError is an error from the bulkhead (a rejection, a context that
