@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -63,9 +64,11 @@ func WithRefusalCode(c codes.Code) Option {
 // WithPushback sets the grpc-retry-pushback-ms trailer that a server
 // interceptor sends with a refusal. A positive d asks a client whose retry
 // policy covers the refusal code to retry after about d (the value sent is
-// d within ±20%, so that refused clients do not come back in step); a
-// negative d asks it not to retry; zero sends no trailer, leaving the client
-// to its own backoff. The default is [DefaultPushback].
+// d within ±20%, so that refused clients do not come back in step, in whole
+// milliseconds: at least 1, and at most the largest time.Duration, which
+// d within 20% may exceed and a client could not hold); a negative d asks
+// it not to retry; zero sends no trailer, leaving the client to its own
+// backoff. The default is [DefaultPushback].
 func WithPushback(d time.Duration) Option {
 	return func(o *options) { o.pushback = d }
 }
@@ -135,19 +138,30 @@ func (o *options) refusal(err error, setTrailer func(metadata.MD) error) error {
 		return status.FromContextError(err).Err()
 	}
 	if o.pushback != 0 {
-		ms := -1
+		ms := int64(-1)
 		if o.pushback > 0 {
-			ms = int(float64(o.pushback.Milliseconds()) * (0.8 + 0.4*rand.Float64()))
+			ms = pushbackMillis(o.pushback, rand.Float64())
 		}
 		// The refusal is returned before any header is sent, so it goes
 		// out as a trailers-only response: the only kind whose pushback
 		// grpc-go's retry reads.
-		_ = setTrailer(metadata.Pairs(pushbackKey, strconv.Itoa(ms)))
+		_ = setTrailer(metadata.Pairs(pushbackKey, strconv.FormatInt(ms, 10)))
 	}
 	return status.Error(o.code, err.Error())
 }
 
 const pushbackKey = "grpc-retry-pushback-ms"
+
+// maxPushbackMs is the largest pushback a client can hold: grpc-go
+// multiplies the value by time.Millisecond into a time.Duration.
+const maxPushbackMs = math.MaxInt64 / int64(time.Millisecond)
+
+// pushbackMillis is d within ±20% (r in [0, 1) picks where), in whole
+// milliseconds, at least 1 and at most maxPushbackMs.
+func pushbackMillis(d time.Duration, r float64) int64 {
+	ms := float64(d) / float64(time.Millisecond) * (0.8 + 0.4*r)
+	return int64(min(max(ms, 1), float64(maxPushbackMs)))
+}
 
 // errAborted is the outcome of a call whose handler or invoker panicked or
 // called runtime.Goexit: the permit is returned and the call counted failed,

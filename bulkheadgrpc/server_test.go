@@ -3,6 +3,7 @@ package bulkheadgrpc_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -58,6 +59,8 @@ func TestUnaryServerRefusal(t *testing.T) {
 		{"default", nil, codes.Unavailable, 160, 240},
 		{"ResourceExhausted", []bulkheadgrpc.Option{bulkheadgrpc.WithRefusalCode(codes.ResourceExhausted)}, codes.ResourceExhausted, 160, 240},
 		{"pushback 1s", []bulkheadgrpc.Option{bulkheadgrpc.WithPushback(time.Second)}, codes.Unavailable, 800, 1200},
+		{"pushback max", []bulkheadgrpc.Option{bulkheadgrpc.WithPushback(math.MaxInt64)}, codes.Unavailable,
+			math.MaxInt64 / int(time.Millisecond) * 8 / 10, math.MaxInt64 / int(time.Millisecond)}, // at most what a client can hold as a time.Duration
 		{"no retry", []bulkheadgrpc.Option{bulkheadgrpc.WithPushback(-1)}, codes.Unavailable, -1, -1},
 		{"no pushback", []bulkheadgrpc.Option{bulkheadgrpc.WithPushback(0)}, codes.Unavailable, 0, 0},
 	} {
