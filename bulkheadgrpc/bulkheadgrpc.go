@@ -171,15 +171,19 @@ var errAborted = errors.New("bulkheadgrpc: call ended by a panic or runtime.Goex
 // Selector picks the bulkhead that guards a method, from its full name
 // ("/package.Service/Method"), or returns nil to let the call pass
 // unguarded. It is called once per call, so it must be quick and safe for
-// concurrent use. A selector over a registry:
+// concurrent use. A selector over a registry, which guards the methods
+// whose bulkhead (named after the method) the configuration lists:
 //
 //	func(method string) *semaphore.Bulkhead {
-//		b, err := reg.Semaphore(method)
-//		if err != nil {
+//		b, ok := reg.Find(bulkhead.Semaphore, method)
+//		if !ok {
 //			return nil // not configured: unguarded
 //		}
-//		return b
+//		return b.(*semaphore.Bulkhead)
 //	}
+//
+// Find never creates a bulkhead; reg.Semaphore, without Config.Strict,
+// would create one for every method, health checks included.
 type Selector func(fullMethod string) *semaphore.Bulkhead
 
 // All returns a [Selector] that guards every method with b.
