@@ -111,6 +111,7 @@ registry github.com/bulkhead-go/bulkhead/registry registry.Config{}
 semaphore github.com/bulkhead-go/bulkhead/semaphore semaphore.New
 metric go.opentelemetry.io/otel/metric metric.WithUnit
 otel go.opentelemetry.io/otel otel.GetMeterProvider
+attribute go.opentelemetry.io/otel/attribute attribute.String
 '
 
 echo "== bulkheadgrpc example, end to end"
