@@ -63,12 +63,12 @@ func WithRefusalCode(c codes.Code) Option {
 
 // WithPushback sets the grpc-retry-pushback-ms trailer that a server
 // interceptor sends with a refusal. A positive d asks a client whose retry
-// policy covers the refusal code to retry after about d (the value sent is
+// policy covers the refusal code to retry after about d: the value sent is
 // d within ±20%, so that refused clients do not come back in step, in whole
-// milliseconds: at least 1, and at most the largest time.Duration, which
-// d within 20% may exceed and a client could not hold); a negative d asks
-// it not to retry; zero sends no trailer, leaving the client to its own
-// backoff. The default is [DefaultPushback].
+// milliseconds, at least 1 and at most the largest time.Duration (more
+// would overflow grpc-go's conversion and make the client retry at once).
+// A negative d asks it not to retry; zero sends no trailer, leaving the
+// client to its own backoff. The default is [DefaultPushback].
 func WithPushback(d time.Duration) Option {
 	return func(o *options) { o.pushback = d }
 }
