@@ -303,7 +303,6 @@ func (f *Future[T]) settle(v T, err error) (*hook, bool) {
 		}
 	}
 	f.val, f.err = v, err
-	c := f.canceler
 	if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler
 		f.dropCanceler()
 	}
@@ -328,22 +327,7 @@ func (f *Future[T]) settle(v T, err error) (*hook, bool) {
 	f.head.Store(nil)
 	f.tail = nil
 	f.mu.Unlock()
-	if o, ok := c.(join.Owner); ok && userCallbacks(h) {
-		o.BeforeCallbacks()
-	}
 	return h, true
-}
-
-// userCallbacks reports whether hooks h include a user's callback (a Then
-// function), as opposed to the waiters of All, First and Settle, which
-// cannot panic or end the goroutine.
-func userCallbacks(h *hook) bool {
-	for ; h != nil; h = h.next {
-		if _, ok := h.x.(*waiter); !ok {
-			return true
-		}
-	}
-	return false
 }
 
 // runHooks fires h and the hooks after it, in order, and the hooks of the
