@@ -2,13 +2,11 @@
 // worker goroutines, behind a bounded first-in, first-out queue, and returns
 // a typed [future.Future] for each task.
 //
-// Use it when the caller has other work to do while the task runs: fanning
-// out lookups and collecting them with [future.All], firing work off and
-// collecting it later. When the caller would only wait for the result
-// straight away, use the semaphore bulkhead
-// ([github.com/bulkhead-go/bulkhead/semaphore]) instead: Submit followed by
-// an immediate Wait still holds the caller for the whole task, and adds a
-// hand-off to another goroutine (see docs/pool.md, "the join trap").
+// Use it when the caller has other work to do while the task runs (fan-out
+// gathered with [future.All], work collected later). A caller that would
+// only wait straight away is better served by the semaphore bulkhead
+// ([github.com/bulkhead-go/bulkhead/semaphore]): see docs/pool.md, "the
+// join trap".
 //
 //	lookups, err := pool.New("inventory", pool.Config{MaxWorkers: 8, QueueCapacity: 32})
 //	...
@@ -40,13 +38,12 @@
 //	return future.All(ctx, fs...) // in order; on a failure, its index, and the rest cancelled
 //
 // A queued task whose context ends or whose future is cancelled leaves the
-// queue at once and never runs; one still queued after QueueTimeout is
-// dropped with a FullError. A task that panics fails its future with a
-// [*bulkhead.PanicError], one that calls runtime.Goexit fails it too, and
-// its worker carries on. A task's context is a child of its submitter's
-// (context.WithCancelCause): it ends with it, with its cause. Work that must
-// outlive a request (an email sent after the response) is submitted with
-// context.WithoutCancel(r.Context()).
+// queue at once; one still queued after QueueTimeout is dropped with a
+// FullError. A panic in a task fails its future with a
+// [*bulkhead.PanicError], a runtime.Goexit fails it too, and the worker
+// carries on. A task's context is a child of its submitter's
+// (context.WithCancelCause): work that must outlive a request is submitted
+// with context.WithoutCancel(r.Context()).
 //
 // # The bound
 //
@@ -96,18 +93,11 @@
 // [Bulkhead.Reconfigure] changes the limits without blocking, and
 // [Bulkhead.Close] stops the Bulkhead and waits for its workers.
 //
-// Event subscribers and [future.Then] callbacks follow the module's callback
-// contract (see the root package's "Callbacks"): on a worker they run after
-// the task's slot has been freed and its future completed, so the pool is
-// consistent whatever they do; a queued task the worker was to run next
-// waits for them (or goes to another worker if one ends the goroutine).
-// Keep them quick. A panic in one is not
-// recovered: on a worker it ends the program (ants' own recovery, which
-// would log it and carry on, is turned off).
-//
-// Importing this package starts the two goroutines of ants' package-level
-// default pool, which never exit. Tests that check for leaked goroutines
-// with go.uber.org/goleak can ignore exactly those two with
-// bulkheadtest.IgnoreAntsDefaultPool. A Bulkhead that was closed leaves no
-// goroutine of its own.
+// Event subscribers and [future.Then] callbacks follow the root package's
+// "Callbacks": on a worker they run after the task's slot has been freed and
+// its future completed; the queued task the worker runs next waits for them
+// (or goes to another worker if one ends the goroutine). A panic in one ends
+// the program. Importing this package starts the two goroutines of ants'
+// default pool (bulkheadtest.IgnoreAntsDefaultPool ignores them); a closed
+// Bulkhead leaves no goroutine of its own.
 package pool

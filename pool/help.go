@@ -6,17 +6,11 @@ import (
 	"github.com/bulkhead-go/bulkhead/internal/join"
 )
 
-// A task that waits, with its own context, for a task of its own pool that
-// is still queued would hold its slot while the task it waits for cannot
-// start: with every worker waiting so, the pool deadlocks (the join trap).
-// So the waiting task lends its slot: the awaited task leaves the queue and
-// starts at once, on a worker of its own (its panic, runtime.Goexit and
-// callbacks stay there), and the waiter blocks until it has finished,
-// whatever happens to the wait's context meanwhile. The loan never adds a
-// running task function: the lender is blocked while the borrower runs, and
-// takes its slot back before it returns. A slot is lent to one task at a
-// time. Go and Bulkhead.Go lend the caller's slot the same way when the
-// queue is full (caller runs).
+// A task that waits, with its own context, for a queued task of its pool
+// lends it its slot: the awaited task starts at once on a worker of its own,
+// and the waiter blocks until it has finished, whatever its context does
+// meanwhile, so no task function is added. One loan per slot at a time. Go
+// lends the caller's slot the same way when the queue is full.
 
 // caller returns the task of b whose context ctx is (or derives from), if
 // it is running. b.mu must be held.

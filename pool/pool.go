@@ -95,18 +95,14 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 	return b, nil
 }
 
-// rethrow is the ants pool's panic handler. A panic reaches ants only from a
-// callback (an event subscriber, a future callback) on a worker, since a
-// task's own panic is recovered into its future; ants would log it and carry
-// on, so it is raised again: like a panic on any goroutine, it ends the
-// program (see the root package's "Callbacks").
+// rethrow is the ants pool's panic handler: a panic reaches ants only from
+// a callback on a worker, and ends the program, as on any goroutine (ants
+// would log it and carry on).
 func rethrow(v any) { panic(v) }
 
-// newAnts makes the ants pool the workers come from. Its size is unlimited:
-// the Bulkhead's own count limits running tasks to MaxWorkers, and a worker
-// stays busy for a moment after its task's slot is freed (while it
-// completes the future and runs callbacks), so that a fixed size would make
-// Invoke fail or wait although a slot is free.
+// newAnts makes the ants pool of workers, unlimited: the Bulkhead's own count
+// limits running tasks, and a worker stays busy a moment after its slot is
+// freed (callbacks), so that a fixed size would fail although a slot is free.
 func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
 	return ants.NewPoolWithFunc(-1, b.work, ants.WithExpiryDuration(cfg.keepAlive()), ants.WithPanicHandler(rethrow))
 }
@@ -145,13 +141,9 @@ func (b *Bulkhead) String() string { return fmt.Sprintf("pool bulkhead %q", b.na
 
 // Subscribe calls fn with every event of this Bulkhead until cancel is
 // called. fn is a callback (see the root package's "Callbacks"): it runs with
-// no lock held on the goroutine where the event happened: the submitter (a
-// rejection), the worker (a task permitted or finished), the goroutine that
-// cancelled or dropped a queued task, the caller of Reconfigure (a limit
-// changed). A task's future is completed before its finished event is
-// published. On a worker, fn delays the worker's next task, so it must be
-// quick. A panic in fn is not recovered: on a worker it ends the program,
-// as a panic on any goroutine does.
+// no lock held on the goroutine where the event happened (the submitter, the
+// worker, the goroutine that dropped a queued task, the caller of
+// Reconfigure); a task's future completes before its finished event.
 func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	if fn == nil {
 		panic("pool: Subscribe called with a nil function")
@@ -166,15 +158,11 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // ctx.Err() if ctx has already ended and [bulkhead.ErrClosed] after Close.
 // To wait for room instead of being rejected, use [Go].
 //
-// fn receives a context that carries ctx's values and deadline and is
-// cancelled when ctx ends, when the future is cancelled, when Close gives up
-// waiting, and once fn returns. So work that must outlive the request that
-// started it (an email sent after the response) needs a ctx that does not
-// end with the request: pass context.WithoutCancel(r.Context()). A task still
-// queued when ctx ends or its future is cancelled leaves the queue at once
-// and never runs; its future fails with the context's error. A panic in fn
-// completes the future with a [*bulkhead.PanicError], and a runtime.Goexit
-// in fn fails it too; the pool carries on.
+// fn's context is a child of ctx, cancelled also when the future is
+// cancelled, when Close gives up waiting, and once fn returns. A task still
+// queued when ctx ends or its future is cancelled leaves the queue at once;
+// its future fails with the context's error. A panic in fn fails the future
+// with a [*bulkhead.PanicError], a runtime.Goexit fails it too.
 func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Submit", ctx, b)
@@ -182,19 +170,12 @@ func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T
 	return submit(ctx, b, fn, nil, false)
 }
 
-// Go is [Submit] for fan-out that must run every task: when every worker is
-// busy and the queue is full, it waits for room instead of returning a
-// FullError, as errgroup's Go waits. Waiting submitters are served first in,
-// first out; one whose ctx ends leaves at once with ctx.Err() (counted
-// Cancelled), and Close sends those still waiting away with
-// [bulkhead.ErrClosed]. While they wait they count in [bulkhead.Stats]
-// Waiting, and the permitted event of their task reports the whole wait.
-//
-// Called from a task of b with the task's context (or one derived from it),
-// Go does not wait for room that only the caller could make: if the queue
-// is full, fn runs at once in the calling task's slot, as Java's
-// CallerRunsPolicy does, and Go returns its completed future once it has
-// finished (see "Waiting inside a task" in the package documentation).
+// Go is [Submit] for fan-out that must run every task: with the queue full,
+// it waits for room, first in, first out, as errgroup's Go waits, until ctx
+// ends (ctx.Err(), counted Cancelled) or Close ([bulkhead.ErrClosed]).
+// Waiting callers count in [bulkhead.Stats] Waiting. Called from a task of
+// b with the task's context, it runs fn in the caller's slot instead, and
+// returns once fn has finished (see "Waiting inside a task").
 func Go[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Go", ctx, b)
@@ -381,7 +362,13 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 		n.stop()
 		n.stop = nil
 	}
-	if n := b.waiting.head; n != nil && b.queue.len < b.queueCap {
+	b.refillLocked()
+}
+
+// refillLocked moves waiting submitters' tasks into the queue while it has
+// room. b.mu must be held.
+func (b *Bulkhead) refillLocked() {
+	for n := b.waiting.head; n != nil && b.queue.len < b.queueCap; n = b.waiting.head {
 		b.waiting.remove(n)
 		b.enqueueLocked(n)
 		close(n.ready)
@@ -389,10 +376,8 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 	b.storeSaturated()
 }
 
-// popLocked takes the task that has waited longest for a worker, and leaves
-// it for the caller to start: the queue's head, or, with the queue empty,
-// the oldest waiting submitter's task. It returns nil if nothing waits.
-// b.mu must be held.
+// popLocked takes the oldest waiting task, for the caller to start: the
+// queue's head, else the oldest waiting submitter's, else nil. b.mu held.
 func (b *Bulkhead) popLocked() *node {
 	if n := b.queue.head; n != nil {
 		b.unqueueLocked(n)
@@ -405,11 +390,8 @@ func (b *Bulkhead) popLocked() *node {
 	return nil
 }
 
-// armLocked makes the queue's timer fire by deadline dl. Tasks are queued in
-// FIFO order with the same QueueTimeout, so their deadlines come in order
-// and the timer is armed for the head's; a timer left armed for a task that
-// has since left the queue fires early and finds nothing to do. b.mu must be
-// held.
+// armLocked makes the queue's one timer fire by deadline dl (deadlines come
+// in queue order; an early firing finds nothing to do). b.mu must be held.
 func (b *Bulkhead) armLocked(dl int64) {
 	if b.timerAt != 0 && b.timerAt <= dl {
 		return
@@ -459,8 +441,7 @@ func (b *Bulkhead) expireQueued(at int64) {
 	}
 }
 
-// parentDone drops n from the queue when its submitter's context has ended,
-// on the goroutine context.AfterFunc started.
+// parentDone drops n, queued, when its submitter's context has ended.
 func (b *Bulkhead) parentDone(n *node) {
 	defer b.workDone()
 	b.mu.Lock()
@@ -476,8 +457,7 @@ func (b *Bulkhead) parentDone(n *node) {
 	b.dropped(n, bulkhead.EventCancelled, err)
 }
 
-// invoke hands a started node to an ants worker. The ants pool is
-// unlimited, so Invoke fails only if Reconfigure replaced the pool under us.
+// invoke hands n to an ants worker (Invoke fails only on a replaced pool).
 func (b *Bulkhead) invoke(n *node) {
 	b.busy.Add(1)
 	for b.ants.Load().Invoke(n) != nil {
@@ -540,13 +520,10 @@ func (b *Bulkhead) run(n *node) (next *node) {
 	return b.finish(n, start, false)
 }
 
-// finish accounts for a task that has run (ending its loan, if it ran in
-// another task's slot), picks the next waiting task for this worker,
-// completes n's future and publishes EventFinished. The accounting comes
-// first, so whoever sees the future done also sees the slot free. If a
-// callback of the future calls runtime.Goexit, or this goroutine is
-// leaving, the next task goes to another worker, and the loan ends all the
-// same.
+// finish accounts for n (ending its loan), picks this worker's next task,
+// then completes n's future and publishes EventFinished: whoever sees the
+// future done sees the slot free. If a callback ends the goroutine, or it
+// is leaving, the next task goes to another worker.
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	err := n.j.result()
 	b.mu.Lock()
@@ -641,11 +618,8 @@ func (b *Bulkhead) dropped(n *node, typ bulkhead.EventType, err error) {
 	}
 }
 
-// droppedAll completes the futures of nodes that left the queue together,
-// then publishes typ for each. The futures all complete even if a callback
-// of one panics or calls runtime.Goexit (a deferred call completes the rest
-// before the panic goes on), so that one bad callback leaves no other
-// caller waiting forever.
+// droppedAll fails the futures of nodes dropped together, every one even if
+// a callback ends the goroutine, then publishes typ for each.
 func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 	failAll(ns, err)
 	if b.hub.Active() {
@@ -733,12 +707,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		b.startLocked(n)
 		start = append(start, n)
 	}
-	for n := b.waiting.head; n != nil && b.queue.len < b.queueCap; n = b.waiting.head {
-		b.waiting.remove(n)
-		b.enqueueLocked(n)
-		close(n.ready)
-	}
-	b.storeSaturated()
+	b.refillLocked()
 	b.mu.Unlock()
 	if old != nil {
 		old.Release() // does not wait: its busy workers exit once their tasks are done
@@ -781,15 +750,12 @@ func (b *Bulkhead) Stats() bulkhead.Stats {
 	}
 }
 
-// Close stops the Bulkhead. New work gets [bulkhead.ErrClosed] at once, and
-// so do submitters still waiting for room (counted Cancelled); running and
-// queued tasks go on to finish, and Close waits for them and for the
-// workers to be done with them (their callbacks included), then returns
-// nil. The goroutines of the Bulkhead's ants pool exit at once after,
-// without being waited for. If ctx ends first, the tasks still queued fail
-// with ErrClosed (counted Cancelled), the running tasks' contexts are
-// cancelled, and Close returns ctx.Err() without waiting for them; a later
-// Close waits for them. Close may be called any number of times.
+// Close stops the Bulkhead. New work and submitters still waiting for room
+// get [bulkhead.ErrClosed] (the latter counted Cancelled); running and
+// queued tasks go on, and Close returns nil once they and their callbacks
+// are done (ants' goroutines exit right after). If ctx ends first, queued
+// tasks fail with ErrClosed (counted Cancelled), running tasks' contexts
+// are cancelled, and Close returns ctx.Err(); a later Close waits again.
 func (b *Bulkhead) Close(ctx context.Context) error {
 	if ctx == nil {
 		panic("pool: Close called with a nil Context")

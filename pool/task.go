@@ -61,13 +61,9 @@ type node struct {
 	cancel context.CancelCauseFunc
 }
 
-// taskCtx is the submitter's context seen from inside the task: its values,
-// deadline and end, plus the node under join.Key, so that a wait inside the
-// task (given its context, or one derived from it) finds the task it runs
-// in. It lives in the node, at no extra allocation. Once the task's future
-// has completed and is unused, drop forgets the submitter's context (its
-// values and deadline), under mu, since goroutines the task started may
-// still hold its context.
+// taskCtx is the submitter's context plus the node under join.Key, for a
+// wait inside the task to find it; it lives in the node. drop forgets the
+// submitter's context under mu (goroutines of the task may still use it).
 type taskCtx struct {
 	mu     sync.Mutex
 	parent context.Context
