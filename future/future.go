@@ -108,14 +108,20 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 		return f.val, f.err
 	}
 	f.usable("Wait")
-	if _, ok := ctx.Value(join.Key).(join.Helper); ok { // inside a pool task: see await
-		if _, err := await(ctx, "Wait", []*Future[T]{f}, waitFirst); err != nil {
-			var zero T
-			return zero, err
-		}
-		return f.val, f.err
-	}
 	cdone := ctx.Done()
+	if h, ok := ctx.Value(join.Key).(join.Helper); ok { // inside a pool task: see await
+		for busy := h.Help(f.source(), nil); busy != nil; busy = h.Help(f.source(), nil) {
+			select {
+			case <-busy:
+			case <-f.Done():
+			case <-cdone:
+			}
+			if cdone != nil && !f.isComplete() && ctx.Err() != nil {
+				var zero T
+				return zero, ctx.Err()
+			}
+		}
+	}
 	if cdone == nil { // ctx cannot end: no channel, no select
 		f.wg.Wait()
 		return f.val, f.err
