@@ -190,7 +190,7 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 			func(s bulkhead.Stats) int { return s.AvailableConcurrentCalls }),
 		updown("bulkhead.active_calls", "Calls running now (pool: tasks on a worker).",
 			func(s bulkhead.Stats) int { return s.InFlight }),
-		updown("bulkhead.waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool SubmitWait and GoWait).",
+		updown("bulkhead.waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).",
 			func(s bulkhead.Stats) int { return s.Waiting }),
 		updown("bulkhead.queued_calls", "Tasks waiting in the queue for a worker (pool).",
 			func(s bulkhead.Stats) int { return s.QueueDepth }),

@@ -206,7 +206,7 @@ func TestReportsStats(t *testing.T) {
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 3 {
-		f, err := pl.Go(ctx, func(context.Context) error { <-release; return nil })
+		f, err := pl.TryGo(ctx, func(context.Context) error { <-release; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -286,7 +286,7 @@ func TestAdaptiveAttachAtCreation(t *testing.T) {
 		t.Errorf("pool: %d workers, want initialLimit 12", got)
 	}
 	until(t, func() error {
-		f, err := p.Go(t.Context(), overloaded)
+		f, err := p.TryGo(t.Context(), overloaded)
 		if err != nil {
 			return err
 		}
@@ -432,7 +432,7 @@ func TestAdaptiveReconfigureWhileAdapting(t *testing.T) {
 				}
 				if i%2 == 0 {
 					_ = a.Do(context.Background(), overloaded)
-				} else if f, err := p.Go(context.Background(), overloaded); err == nil {
+				} else if f, err := p.TryGo(context.Background(), overloaded); err == nil {
 					_, _ = f.Wait(context.Background())
 				}
 			}

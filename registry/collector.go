@@ -100,7 +100,7 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 			func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
 		m(g, "in_flight_calls", "Calls running now (pool: tasks on a worker).",
 			func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
-		m(g, "waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool SubmitWait and GoWait).",
+		m(g, "waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).",
 			func(s bulkhead.Stats) float64 { return float64(s.Waiting) }),
 		m(g, "queue_depth", "Tasks waiting in the queue for a worker (pool).",
 			func(s bulkhead.Stats) float64 { return float64(s.QueueDepth) }),

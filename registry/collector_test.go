@@ -110,7 +110,7 @@ func TestCollectorExposition(t *testing.T) {
 		t.Fatalf("%d series, want %d", n, want)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP bulkhead_waiting_calls Callers waiting: for a permit (semaphore) or for room in the queue (pool SubmitWait and GoWait).
+# HELP bulkhead_waiting_calls Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).
 # TYPE bulkhead_waiting_calls gauge
 bulkhead_waiting_calls{kind="pool",name="emails"} 0
 bulkhead_waiting_calls{kind="semaphore",name="payment"} 0
@@ -233,7 +233,7 @@ func TestCollectorHistograms(t *testing.T) {
 	pay.TryAcquire() // permitted, but no run time: nobody timed it
 	pay.Release()
 	em, _ := r.Pool("emails")
-	f, _ := em.Go(ctx, func(context.Context) error { return nil })
+	f, _ := em.TryGo(ctx, func(context.Context) error { return nil })
 	if _, err := f.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -32,12 +32,12 @@ func TestReconfigureSubscriberCallsRegistry(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
 	ctx := context.Background()
-	f1, err := em.Go(ctx, func(context.Context) error { close(started); <-release; return nil })
+	f1, err := em.TryGo(ctx, func(context.Context) error { close(started); <-release; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-started
-	f2, err := em.Go(ctx, func(context.Context) error { <-release; return nil }) // queued
+	f2, err := em.TryGo(ctx, func(context.Context) error { <-release; return nil }) // queued
 	if err != nil {
 		t.Fatal(err)
 	}
