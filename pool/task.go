@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
 	"github.com/bulkhead-go/bulkhead/internal/join"
 )
@@ -46,14 +47,18 @@ type node struct {
 	j          job
 	prev, next *node // in the line of waiting submitters, the queue or the running tasks
 	state      nodeState
-	refused    bool          // Close refused it while its submitter waited for room; set before ready closes
-	lent       bool          // a task started in this task's slot runs (see help)
-	deadline   int64         // from now(): when QueueTimeout drops it from the queue; 0 = never
-	queuedAt   int64         // from now(); set only while someone is subscribed
-	ready      chan struct{} // closed once a waiting submitter's task is admitted or refused
-	lender     *node         // the task whose slot this one runs in, until it finishes (see help)
-	ended      chan struct{} // closed when a task started in a lender's slot has finished
-	stop       func() bool   // stops the watch on the submitter's context while queued
+	refused    bool            // Close refused it while its submitter waited for room; set before ready closes
+	bumped     bool            // dropped for a newer submitter (MaxWaitingCalls); set before ready closes
+	lent       bool            // a task started in this task's slot runs (see help)
+	deadline   int64           // from now(): when QueueTimeout (or MinDeadlineSlack) drops it from the queue; 0 = never
+	byDeadline bool            // the deadline is its submitter's context's, less MinDeadlineSlack
+	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
+	reason     bulkhead.Reason // why the queue's rules refused it, if they did
+	queuedAt   int64           // from now(); set only while someone is subscribed
+	ready      chan struct{}   // closed once a waiting submitter's task is admitted or refused
+	lender     *node           // the task whose slot this one runs in, until it finishes (see help)
+	ended      chan struct{}   // closed when a task started in a lender's slot has finished
+	stop       func() bool     // stops the watch on the submitter's context while queued
 	// ctx is the task's context: context.WithCancelCause of tc, the
 	// submitter's context seen from inside the task.
 	tc     taskCtx

@@ -26,6 +26,7 @@ type pfModel struct {
 	queue       []*pfTask
 	permitted   uint64
 	rejected    uint64
+	by          [len(bulkhead.Reasons) + 1]uint64 // rejections by reason
 	cancelled   uint64
 	finished    uint64
 	failed      uint64
@@ -267,6 +268,7 @@ func runPoolModel(t *testing.T, data []byte) {
 				fail("Submit on a full pool = %v, want an immediate FullError", err)
 			}
 			m.rejected++
+			m.by[bulkhead.ReasonFull]++
 			immediate++
 			trace.WriteString("(full) ")
 			cancel()
@@ -340,7 +342,7 @@ func runPoolModel(t *testing.T, data []byte) {
 		s := b.Stats()
 		want := bulkhead.Stats{Name: "fuzz", Kind: bulkhead.Pool, MaxConcurrentCalls: m.limit,
 			AvailableConcurrentCalls: max(0, m.limit-m.active+m.lent), InFlight: m.active,
-			QueueDepth: len(m.queue), QueueCapacity: m.qcap, Permitted: m.permitted, Rejected: m.rejected,
+			QueueDepth: len(m.queue), QueueCapacity: m.qcap, Permitted: m.permitted, Rejected: m.rejected, RejectedBy: m.by,
 			Cancelled: m.cancelled, Finished: m.finished, Failed: m.failed}
 		if s != want {
 			fail("stats\n got %+v\nwant %+v", s, want)
@@ -418,6 +420,7 @@ func runPoolModel(t *testing.T, data []byte) {
 				if !pt.deadline.IsZero() && !pt.deadline.After(end) {
 					m.unqueue(pt)
 					m.rejected++
+					m.by[bulkhead.ReasonTimeout]++
 					pt.done, pt.want = true, "expired"
 				}
 			}
