@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/adaptive"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -85,6 +86,17 @@ type SemaphoreSpec struct {
 	// entry's own block replaces its base's, it is not merged with it.
 	// Config.Custom is refused. YAML: adaptive, this library's extension.
 	Adaptive *adaptive.Config
+	// MaxWaitingCalls, MinDeadlineSlack, QueueOrder, LIFOThreshold and
+	// CoDel are the semaphore.Config's fields of the same names (YAML:
+	// maxWaitingCalls, minDeadlineSlack, queueOrder fifo|lifo|adaptiveLifo,
+	// lifoThreshold, codel: {targetDelay, interval}; this library's
+	// extensions, see docs/shedding.md). The codel block is inherited as a
+	// whole, like adaptive.
+	MaxWaitingCalls  *int
+	MinDeadlineSlack *time.Duration
+	QueueOrder       *bulkhead.QueueOrder
+	LIFOThreshold    *int
+	CoDel            *bulkhead.CoDel
 }
 
 // PoolSpec configures a pool bulkhead or a shared pool configuration. Nil
@@ -109,6 +121,17 @@ type PoolSpec struct {
 	EventBufferSize *int
 	// Adaptive is as in SemaphoreSpec; the controller moves MaxWorkers.
 	Adaptive *adaptive.Config
+	// MaxWaitingCalls, MinDeadlineSlack, QueueOrder, LIFOThreshold and
+	// CoDel are the pool.Config's fields of the same names (YAML:
+	// maxWaitingCalls, minDeadlineSlack, queueOrder fifo|lifo|adaptiveLifo,
+	// lifoThreshold, codel: {targetDelay, interval}; this library's
+	// extensions, see docs/shedding.md). The codel block is inherited as a
+	// whole, like adaptive.
+	MaxWaitingCalls  *int
+	MinDeadlineSlack *time.Duration
+	QueueOrder       *bulkhead.QueueOrder
+	LIFOThreshold    *int
+	CoDel            *bulkhead.CoDel
 }
 
 func (s SemaphoreSpec) common() (string, *int, *adaptive.Config) {
@@ -135,6 +158,11 @@ var (
 			ignored[SemaphoreSpec, semaphore.Config]("tags"),
 		},
 		adaptiveFields[SemaphoreSpec, semaphore.Config](func(s *SemaphoreSpec) **adaptive.Config { return &s.Adaptive }),
+		lineFields(func(s *SemaphoreSpec) *line {
+			return &line{&s.MaxWaitingCalls, &s.MinDeadlineSlack, &s.QueueOrder, &s.LIFOThreshold, &s.CoDel}
+		}, func(c *semaphore.Config) *configLine {
+			return &configLine{&c.MaxWaitingCalls, &c.MinDeadlineSlack, &c.QueueOrder, &c.LIFOThreshold, &c.CoDel}
+		}),
 	)}
 	poolKind = &kind[PoolSpec, pool.Config]{name: "pool", defaults: pool.DefaultConfig, fields: slices.Concat(
 		[]field[PoolSpec, pool.Config]{
@@ -150,8 +178,116 @@ var (
 			ignored[PoolSpec, pool.Config]("tags"),
 		},
 		adaptiveFields[PoolSpec, pool.Config](func(s *PoolSpec) **adaptive.Config { return &s.Adaptive }),
+		lineFields(func(s *PoolSpec) *line {
+			return &line{&s.MaxWaitingCalls, &s.MinDeadlineSlack, &s.QueueOrder, &s.LIFOThreshold, &s.CoDel}
+		}, func(c *pool.Config) *configLine {
+			return &configLine{&c.MaxWaitingCalls, &c.MinDeadlineSlack, &c.QueueOrder, &c.LIFOThreshold, &c.CoDel}
+		}),
 	)}
 )
+
+// line points at the line's fields of a Spec.
+type line struct {
+	maxWaiting **int
+	slack      **time.Duration
+	order      **bulkhead.QueueOrder
+	threshold  **int
+	codel      **bulkhead.CoDel
+}
+
+// configLine points at the line's fields of a bulkhead's Config.
+type configLine struct {
+	maxWaiting *int
+	slack      *time.Duration
+	order      *bulkhead.QueueOrder
+	threshold  *int
+	codel      **bulkhead.CoDel
+}
+
+// queueOrder reads fifo, lifo or adaptiveLifo (any case).
+var queueOrder = parser[bulkhead.QueueOrder]{"fifo, lifo or adaptiveLifo", func(v *value) (bulkhead.QueueOrder, bool) {
+	s, ok := v.scalar("fifo, lifo or adaptiveLifo")
+	if !ok {
+		return 0, false
+	}
+	for _, o := range []bulkhead.QueueOrder{bulkhead.FIFO, bulkhead.LIFO, bulkhead.AdaptiveLIFO} {
+		if strings.EqualFold(s, o.String()) || strings.EqualFold(strings.ReplaceAll(s, "-", ""), o.String()) {
+			return o, true
+		}
+	}
+	v.fail("must be fifo, lifo or adaptiveLifo, got %q", s)
+	return 0, false
+}}
+
+// lineFields are the keys of the line's shedding rules, whose Spec fields
+// get returns and whose Config fields to returns.
+func lineFields[S, C any](get func(*S) *line, to func(*C) *configLine) []field[S, C] {
+	codel := func(s *S) *bulkhead.CoDel {
+		l := get(s)
+		if *l.codel == nil {
+			*l.codel = &bulkhead.CoDel{}
+		}
+		return *l.codel
+	}
+	d := func(key string, f func(*bulkhead.CoDel) *time.Duration) field[S, C] {
+		return field[S, C]{key: "codel." + key, goName: "CoDel", want: duration.want, set: func(s *S, v *value) {
+			if x, ok := duration.parse(v); ok {
+				*f(codel(s)) = x
+			}
+		}}
+	}
+	// nonNegative checks a field's value on its own (see field.own).
+	nonNegative := func(f field[S, C], val func(s *S) (n int64, text string, set bool)) field[S, C] {
+		f.own = func(s S) error {
+			if n, text, set := val(&s); set && n < 0 {
+				return fmt.Errorf("%s must be >= 0, got %s", f.key, text)
+			}
+			return nil
+		}
+		return f
+	}
+	count := func(p func(*S) **int) func(*S) (int64, string, bool) {
+		return func(s *S) (int64, string, bool) {
+			if v := *p(s); v != nil {
+				return int64(*v), strconv.Itoa(*v), true
+			}
+			return 0, "", false
+		}
+	}
+	return []field[S, C]{
+		nonNegative(ptr("maxWaitingCalls", "MaxWaitingCalls", integer, func(s *S) **int { return get(s).maxWaiting },
+			func(c *C) *int { return to(c).maxWaiting }), count(func(s *S) **int { return get(s).maxWaiting })),
+		nonNegative(ptr("minDeadlineSlack", "MinDeadlineSlack", duration, func(s *S) **time.Duration { return get(s).slack },
+			func(c *C) *time.Duration { return to(c).slack }), func(s *S) (int64, string, bool) {
+			if v := *get(s).slack; v != nil {
+				return int64(*v), v.String(), true
+			}
+			return 0, "", false
+		}),
+		nonNegative(ptr("queueOrder", "QueueOrder", queueOrder, func(s *S) **bulkhead.QueueOrder { return get(s).order },
+			func(c *C) *bulkhead.QueueOrder { return to(c).order }), func(*S) (int64, string, bool) { return 0, "", false }),
+		nonNegative(ptr("lifoThreshold", "LIFOThreshold", integer, func(s *S) **int { return get(s).threshold },
+			func(c *C) *int { return to(c).threshold }), count(func(s *S) **int { return get(s).threshold })),
+		{key: "codel", goName: "CoDel", set: func(s *S, v *value) { codel(s) },
+			own: func(s S) error {
+				if cd := *get(&s).codel; cd != nil {
+					return cd.Validate()
+				}
+				return nil
+			},
+			inherit: func(s *S, b S) { *get(s).codel = cmp.Or(*get(s).codel, *get(&b).codel) },
+			apply: func(s S, c *C) bool {
+				if cd := *get(&s).codel; cd != nil {
+					x := *cd
+					*to(c).codel = &x
+					return true
+				}
+				return false
+			}},
+		d("targetDelay", func(c *bulkhead.CoDel) *time.Duration { return &c.Target }),
+		d("interval", func(c *bulkhead.CoDel) *time.Duration { return &c.Interval }),
+	}
+}
 
 // adaptiveFields are the keys of an adaptive block, whose Spec field get
 // returns.
@@ -218,6 +354,10 @@ type field[S, C any] struct {
 	set     func(s *S, v *value) // reads v into s; nil: accepted without effect, with anything below it
 	inherit func(s *S, base S)   // fills s's field from base if unset; nil: not inherited
 	apply   func(s S, c *C) bool // copies the field into c if set; nil: c has no such field
+	// own, if set, checks the field's value on its own, for a field whose
+	// validity depends on others (the line's keys need a wait): the whole
+	// instance's Config is validated once it is resolved.
+	own func(s S) error
 }
 
 // parser reads a value as T, reporting false (and an error on v) if it
@@ -516,6 +656,18 @@ func (k *kind[S, C]) build(s S) (C, Extra) {
 	return c, Extra{Buffer: *cmp.Or(buf, new(defaultBuffer)), Adaptive: ad}
 }
 
+// validWithout reports whether s's Config is valid without the fields
+// checked on their own (whose errors check reports otherwise).
+func (k *kind[S, C]) validWithout(s S) bool {
+	c := k.defaults()
+	for _, f := range k.fields {
+		if f.own == nil && f.apply != nil {
+			f.apply(s, &c)
+		}
+	}
+	return c.Validate() == nil
+}
+
 // instance resolves an instance's spec (listed or not) over its base.
 func (k *kind[S, C]) instance(res map[string]S, s S) S {
 	b, _, _ := s.common()
@@ -546,9 +698,22 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 				continue // its chain is broken: reported there
 			}
 		}
+		full := k.instance(res, s)
+		c, _ := k.build(full)
+		if err := c.Validate(); err != nil && k.validWithout(full) {
+			// The fields checked on their own (own) are at fault, together:
+			// point at the first of them the instance sets.
+			key := ""
+			for _, f := range k.fields {
+				if tmp := k.defaults(); f.own != nil && f.apply != nil && f.apply(s, &tmp) {
+					key = f.key
+					break
+				}
+			}
+			l.add(loc.locate(k.name, false, name, key), "%s %q: %s", section(k.name, false), name, err)
+			continue
+		}
 		if final != nil {
-			full := k.instance(res, s)
-			c, _ := k.build(full)
 			final(full, c, l, loc, name)
 		}
 	}
@@ -568,10 +733,16 @@ func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name strin
 	}
 	for _, f := range k.fields {
 		c := k.defaults()
-		if f.apply == nil || !f.apply(s, &c) {
+		var err error
+		switch {
+		case f.own != nil:
+			err = f.own(s)
+		case f.apply == nil || !f.apply(s, &c):
 			continue
+		default:
+			err = c.Validate()
 		}
-		if err := c.Validate(); err != nil {
+		if err != nil {
 			w := loc.locate(k.name, shared, name, f.key)
 			msg := err.Error()
 			if !strings.HasPrefix(normalize(msg), normalize(w.key)) {
