@@ -20,7 +20,8 @@ import (
 )
 
 // Bulkhead runs tasks on at most MaxWorkers worker goroutines, with a
-// bounded first-in, first-out queue of tasks waiting for a worker, and
+// bounded queue of tasks waiting for a worker (first in, first out unless
+// the Config's QueueOrder says otherwise), and
 // rejects work at once when both are full. Submit tasks with [Submit] or
 // [Bulkhead.TryGo], or wait for room with [Go] or [Bulkhead.Go]. A Bulkhead
 // is safe for concurrent use; create one with [New] and stop it with
