@@ -39,6 +39,30 @@ type statusConfig struct {
 	QueueCapacity      *int   `json:"queueCapacity,omitempty"`
 	QueueTimeout       string `json:"queueTimeout,omitempty"`
 	KeepAlive          string `json:"keepAlive,omitempty"`
+	// The line's shedding rules, where set (docs/shedding.md).
+	MaxWaitingCalls  int          `json:"maxWaitingCalls,omitempty"`
+	MinDeadlineSlack string       `json:"minDeadlineSlack,omitempty"`
+	QueueOrder       string       `json:"queueOrder,omitempty"` // lifo or adaptiveLifo; fifo is not shown
+	LIFOThreshold    int          `json:"lifoThreshold,omitempty"`
+	CoDel            *statusCoDel `json:"codel,omitempty"`
+}
+
+type statusCoDel struct {
+	TargetDelay string `json:"targetDelay"`
+	Interval    string `json:"interval"`
+}
+
+// withLine adds the line's shedding rules to sc.
+func (sc statusConfig) withLine(maxWaiting int, slack time.Duration, order bulkhead.QueueOrder, threshold int, cd *bulkhead.CoDel) statusConfig {
+	sc.MaxWaitingCalls, sc.MinDeadlineSlack, sc.LIFOThreshold = maxWaiting, durText(slack), threshold
+	if order != bulkhead.FIFO {
+		sc.QueueOrder = order.String()
+	}
+	if cd != nil {
+		d := cd.WithDefaults()
+		sc.CoDel = &statusCoDel{TargetDelay: d.Target.String(), Interval: d.Interval.String()}
+	}
+	return sc
 }
 
 type statusStats struct {
@@ -118,11 +142,13 @@ func configOf(b handle) statusConfig {
 	switch b := b.(type) {
 	case *semaphore.Bulkhead:
 		c := b.Config()
-		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}
+		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}.
+			withLine(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel)
 	case *pool.Bulkhead:
 		c := b.Config()
 		return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
-			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
+			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}.
+			withLine(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel)
 	}
 	return statusConfig{}
 }

@@ -357,6 +357,9 @@ func TestHandlerRejectionReasons(t *testing.T) {
 	if !reflect.DeepEqual(got.RejectedBy, map[string]uint64{"full": 1, "deadline": 2}) || got.Rejected != 3 || !got.LIFO || got.Overloaded {
 		t.Fatalf("stats %+v in %s", got, body)
 	}
+	if c := st.Instances[0].Config; c.QueueOrder != "lifo" || c.MinDeadlineSlack != "1h0m0s" || c.CoDel != nil {
+		t.Fatalf("config %+v in %s", c, body)
+	}
 	if !strings.Contains(body, `"rejectedBy": {`) || !strings.Contains(body, `"lifo": true`) {
 		t.Fatalf("JSON names: %s", body)
 	}

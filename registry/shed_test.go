@@ -66,6 +66,13 @@ resilience4j:
 		t.Fatalf("reports: %+v (codel %v)", pc, pc.CoDel)
 	}
 	var _ pool.Config = pc
+	_, body := getStatus(t, r.Handler(), "/bulkheads?name=reports")
+	for _, w := range []string{`"maxWaitingCalls": 4`, `"minDeadlineSlack": "1s"`, `"queueOrder": "lifo"`,
+		`"codel": {`, `"targetDelay": "5ms"`, `"interval": "50ms"`} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the status page does not show %s:\n%s", w, body)
+		}
+	}
 }
 
 func TestLoadShedKeysErrors(t *testing.T) {

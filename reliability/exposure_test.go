@@ -132,6 +132,9 @@ func TestExposureHandlerAndMetricsShowNamesAndNumbersOnly(t *testing.T) {
 	for _, r := range bulkhead.Reasons { // the reasons of rejections: fixed words too
 		allowed[r.String()] = true
 	}
+	for _, o := range []bulkhead.QueueOrder{bulkhead.LIFO, bulkhead.AdaptiveLIFO} { // and the queue orders
+		allowed[o.String()] = true
+	}
 	var walk func(path string, v any)
 	walk = func(path string, v any) {
 		switch v := v.(type) {
