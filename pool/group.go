@@ -24,6 +24,7 @@ type Group[T any] struct {
 	b      *Bulkhead
 	ctx    context.Context // the tasks' context, cancelled by the first failure
 	cancel context.CancelCauseFunc
+	done   <-chan struct{} // ctx.Done()
 	// waitCtx is ctx without its cancellation, for waiting on the group's
 	// futures: a wait with it does not allocate, and inside a task of the
 	// same pool it starts a queued task of the group in the waiting task's
@@ -55,6 +56,7 @@ func NewGroup[T any](ctx context.Context, b *Bulkhead) *Group[T] {
 	}
 	g := &Group[T]{b: b}
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
+	g.done = g.ctx.Done()
 	g.waitCtx = valuesOnly{g.ctx}
 	return g
 }
@@ -85,7 +87,8 @@ func (g *Group[T]) SetLimit(n int) {
 }
 
 // Go submits fn as the group's next task. It waits while the group is at
-// its limit, until the oldest of the group's tasks in the pool ends, and,
+// its limit, until the oldest of the group's tasks in the pool ends (so a
+// slow task holds back the ones after it), and,
 // when the pool is full, for room, first in, first out, as [SubmitWait]
 // does. After the group has failed, or once its context has ended, Go
 // returns at once and submits nothing; a failure to submit (the context
@@ -256,10 +259,22 @@ func (g *Group[T]) store(i int, f *future.Future[T], err error) {
 }
 
 // stoppedLocked reports whether Go must submit nothing more.
-func (g *Group[T]) stoppedLocked() bool { return g.err != nil || g.ctx.Err() != nil }
+func (g *Group[T]) stoppedLocked() bool {
+	if g.err != nil {
+		return true
+	}
+	select {
+	case <-g.done: // cheaper than g.ctx.Err(), which locks (G4_FanOut/ours_pool_Group)
+		return true
+	default:
+		return false
+	}
+}
 
 // roomLocked reports whether the group may put one more task in the pool,
-// forgetting the tasks that have ended.
+// forgetting the oldest tasks while they have ended. (A later task that
+// ended before an older one still counts until that one ends: the price
+// of waiting on one future, the oldest, without allocating.)
 func (g *Group[T]) roomLocked() bool {
 	lim := g.limit
 	if lim == 0 {
@@ -268,17 +283,7 @@ func (g *Group[T]) roomLocked() bool {
 	if lim < 0 || len(g.live) < lim {
 		return true
 	}
-	if g.popLocked(); len(g.live) < lim {
-		return true
-	}
-	// The oldest still runs: look for a later one that has ended.
-	kept := g.live[:0]
-	for _, i := range g.live {
-		if !g.endedLocked(i) {
-			kept = append(kept, i)
-		}
-	}
-	g.live = kept
+	g.popLocked()
 	return len(g.live) < lim
 }
 
