@@ -680,10 +680,12 @@ func TestGroupMisuse(t *testing.T) {
 }
 
 // The group's own cost: allocations per task beyond Submit's, for a fan-out
-// of 1,000 no-op tasks (bench/ compares the time with errgroup).
+// of 1,000 no-op tasks under a context that can end, as the group's own
+// context can (bench/ compares the time with errgroup).
 func TestGroupAllocsPerTask(t *testing.T) {
 	b := newGroupPool(t, 64, 1000)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	noop := func(context.Context) (int, error) { return 1, nil }
 	group := testing.AllocsPerRun(20, func() {
 		g := pool.NewGroup[int](ctx, b)
@@ -700,7 +702,7 @@ func TestGroupAllocsPerTask(t *testing.T) {
 		_, _ = future.All(ctx, fs...)
 	}) / 1000
 	t.Logf("allocations per task: group %.2f, Submit and future.All %.2f", group, submit)
-	if group > submit+1.05 {
+	if group > submit+1.1 {
 		t.Errorf("the group allocates %.2f per task, Submit %.2f: more than the one of its task wrapper", group, submit)
 	}
 }
