@@ -86,11 +86,10 @@ func (g *Group[T]) SetLimit(n int) {
 	g.mu.Unlock()
 }
 
-// Go submits fn as the group's next task. It waits while the group is at
-// its limit, until the oldest of the group's tasks in the pool ends (so a
-// slow task holds back the ones after it), and,
-// when the pool is full, for room, first in, first out, as [SubmitWait]
-// does. After the group has failed, or once its context has ended, Go
+// Go submits fn as the group's next task. While the group is at its limit
+// it waits for the oldest of the group's tasks in the pool to end (so a
+// slow task holds back the ones after it); when the pool is full, it waits
+// for room, first in, first out, as [SubmitWait] does. After the group has failed, or once its context has ended, Go
 // returns at once and submits nothing; a failure to submit (the context
 // ended, the pool closed) is the group's failure. Either way the task has
 // its place in Wait's values.
