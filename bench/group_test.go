@@ -124,13 +124,13 @@ func errgroupFanOut(ctx context.Context, skus []int,
 }
 
 // submitWaitFanOut is the fan-out docs/pool.md showed before Group: a
-// SubmitWait loop, then future.All.
+// pool.Go loop, then future.All.
 func submitWaitFanOut(ctx context.Context, lookups *pool.Bulkhead, skus []int,
 	stock func(context.Context, int) (int, error), report func(int, error)) []int {
 	// fan-out begin
 	var fs []*future.Future[int]
 	for _, sku := range skus {
-		f, err := pool.SubmitWait(ctx, lookups, func(ctx context.Context) (int, error) { return stock(ctx, sku) })
+		f, err := pool.Go(ctx, lookups, func(ctx context.Context) (int, error) { return stock(ctx, sku) })
 		if err != nil {
 			report(len(fs), err)
 			return nil
@@ -168,7 +168,7 @@ var newcomerCases = []newcomerCase{
 		groupFanOut(bg, lookups, newcomerSkus(), newcomerStock(&worked), func(i int, _ error) { failed = i })
 		return worked.Load(), failed
 	}},
-	{baseKind, "pool_SubmitWait_All", func(lookups *pool.Bulkhead) (int64, int) {
+	{baseKind, "pool_Go_All", func(lookups *pool.Bulkhead) (int64, int) {
 		var worked atomic.Int64
 		failed := -1
 		submitWaitFanOut(bg, lookups, newcomerSkus(), newcomerStock(&worked), func(i int, _ error) { failed = i })
@@ -235,8 +235,8 @@ func TestNewcomerFanOut(t *testing.T) {
 	for _, fn := range []string{"groupFanOut", "errgroupFanOut", "submitWaitFanOut"} {
 		lines[fn] = fanOutLines(t, "group_test.go", fn)
 	}
-	t.Logf("lookups that did the work (of %d): Group %d, errgroup %d, SubmitWait+All %d; fan-out lines: %d, %d, %d",
-		newcomerLookups, worked["pool_Group"], worked["errgroup_SetLimit"], worked["pool_SubmitWait_All"],
+	t.Logf("lookups that did the work (of %d): Group %d, errgroup %d, pool.Go+All %d; fan-out lines: %d, %d, %d",
+		newcomerLookups, worked["pool_Group"], worked["errgroup_SetLimit"], worked["pool_Go_All"],
 		lines["groupFanOut"], lines["errgroupFanOut"], lines["submitWaitFanOut"])
 	if worked["pool_Group"] > worked["errgroup_SetLimit"] {
 		t.Errorf("the Group's lookups did %d works, errgroup's %d", worked["pool_Group"], worked["errgroup_SetLimit"])

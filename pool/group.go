@@ -89,7 +89,7 @@ func (g *Group[T]) SetLimit(n int) {
 // Go submits fn as the group's next task. While the group is at its limit
 // it waits for the oldest of the group's tasks in the pool to end (so a
 // slow task holds back the ones after it); when the pool is full, it waits
-// for room, first in, first out, as [SubmitWait] does. After the group has failed, or once its context has ended, Go
+// for room, first in, first out, as [Go] does. After the group has failed, or once its context has ended, Go
 // returns at once and submits nothing; a failure to submit (the context
 // ended, the pool closed) is the group's failure. Either way the task has
 // its place in Wait's values.
@@ -121,7 +121,7 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	}
 	st := g.startedLocked(i)
 	g.mu.Unlock()
-	f, err := SubmitWait(g.ctx, g.b, g.task(i, st, fn))
+	f, err := Go(g.ctx, g.b, g.task(i, st, fn))
 	g.store(i, f, err)
 }
 

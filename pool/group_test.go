@@ -264,8 +264,6 @@ func TestGroupContextCause(t *testing.T) {
 		t.Fatalf("Wait: %v", err)
 	}
 	_ = groupCtx
-	t.Skip("issue 19: a task's context hides its submitter's cause (the pool's own task context); " +
-		"with the standard library's context.WithCancelCause under it, context.Cause(ctx) in a task is the group's failure")
 	if c := <-causes; c != err {
 		t.Fatalf("context.Cause in a task: %v, want the group's failure %v", c, err)
 	}
@@ -469,7 +467,7 @@ func TestGroupLimitHolds(t *testing.T) {
 
 // While a group of 200 tasks runs on 8 workers and a queue of 50, another
 // caller's Submit every millisecond is admitted (issue 20: at least 95%).
-// Without the group's limit (SetLimit(-1), the old SubmitWait loop) the
+// Without the group's limit (SetLimit(-1), the plain pool.Go loop) the
 // fan-out keeps the queue full for as long as it submits, and the other
 // caller is refused then: the test's own check that it can fail.
 func TestGroupFairToOtherCallers(t *testing.T) {
@@ -607,17 +605,13 @@ func TestGroupInsideATaskOfTheSamePool(t *testing.T) {
 		name  string
 		queue int
 		limit int
-		skip  string
 	}{
-		{"queue 2, default limit", 2, 0, ""},
-		{"queue 2, SetLimit(2)", 2, 2, ""},
-		{"queue 2, SetLimit(5)", 2, 5, "issue 19: SubmitWait inside a task of the same pool waits for room only its own worker could make"},
-		{"queue 0", 0, 0, "issue 19: SubmitWait inside a task of the same pool waits for room only its own worker could make"},
+		{"queue 2, default limit", 2, 0},
+		{"queue 2, SetLimit(2)", 2, 2},
+		{"queue 2, SetLimit(5)", 2, 5},
+		{"queue 0", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.skip != "" {
-				t.Skip(tc.skip)
-			}
 			synctest.Test(t, func(t *testing.T) {
 				b, err := pool.New("g", pool.Config{MaxWorkers: 1, QueueCapacity: tc.queue})
 				if err != nil {
