@@ -42,6 +42,9 @@ type SemaphoreSpec struct {
 	MaxWaitDuration    *time.Duration   // semaphore.Config.MaxWaitDuration
 	EventBufferSize    *int             // eventConsumerBufferSize, 0 to 10000 (100)
 	Adaptive           *adaptive.Config // inherited as a whole
+	// MaxConcurrentCallsPerKey makes the instance a keyed semaphore
+	// (semaphore.KeyedConfig.PerKey); MaxActiveKeys is its MaxActiveKeys.
+	MaxConcurrentCallsPerKey, MaxActiveKeys *int
 }
 
 // PoolSpec is registry.PoolSpec; nil fields are unset.
@@ -74,6 +77,8 @@ var (
 		ptr("maxWaitDuration", "MaxWaitDuration", duration, func(s *SemaphoreSpec) **time.Duration { return &s.MaxWaitDuration }, func(c *semaphore.Config) *time.Duration { return &c.MaxWaitDuration }, "maxWaitTime"),
 		baseConfig[SemaphoreSpec, semaphore.Config](func(s *SemaphoreSpec) *string { return &s.BaseConfig }),
 		ptr[SemaphoreSpec, semaphore.Config]("eventConsumerBufferSize", "EventBufferSize", integer, func(s *SemaphoreSpec) **int { return &s.EventBufferSize }, nil),
+		ptr[SemaphoreSpec, semaphore.Config]("maxConcurrentCallsPerKey", "MaxConcurrentCallsPerKey", integer, func(s *SemaphoreSpec) **int { return &s.MaxConcurrentCallsPerKey }, nil),
+		ptr[SemaphoreSpec, semaphore.Config]("maxActiveKeys", "MaxActiveKeys", integer, func(s *SemaphoreSpec) **int { return &s.MaxActiveKeys }, nil),
 		{key: "writableStackTraceEnabled"}, {key: "fairCallHandlingEnabled"}, {key: "tags"},
 	}}
 	poolKind = &kind[PoolSpec, pool.Config]{name: "pool", defaults: pool.DefaultConfig, fields: []field[PoolSpec, pool.Config]{
@@ -308,8 +313,9 @@ type Resolved struct {
 
 // Extra is what a configuration gives a bulkhead besides its Config.
 type Extra struct {
-	Buffer   int              // event buffer size
-	Adaptive *adaptive.Config // nil: no controller
+	Buffer   int                    // event buffer size
+	Adaptive *adaptive.Config       // nil: no controller
+	Keyed    *semaphore.KeyedConfig // a keyed semaphore's config; nil: not keyed
 }
 
 // Validate checks every value, name and BaseConfig reference; the error
@@ -331,7 +337,7 @@ func Resolve(c Config) (*Resolved, error) {
 
 func resolve(c Config, l *errList, loc locator) *Resolved {
 	return &Resolved{cfg: c,
-		sem:  semaphoreKind.compile(c.SemaphoreConfigs, c.Semaphores, l, loc, nil),
+		sem:  semaphoreKind.compile(c.SemaphoreConfigs, c.Semaphores, l, loc, checkKeyed),
 		pool: poolKind.compile(c.PoolConfigs, c.Pools, l, loc, checkCore)}
 }
 
@@ -339,7 +345,12 @@ func resolve(c Config, l *errList, loc locator) *Resolved {
 // it.
 func (r *Resolved) Semaphore(name string) (semaphore.Config, Extra, bool) {
 	s, ok := r.cfg.Semaphores[name]
-	c, x := semaphoreKind.build(semaphoreKind.instance(r.sem, s))
+	s = semaphoreKind.instance(r.sem, s)
+	c, x := semaphoreKind.build(s)
+	if s.MaxConcurrentCallsPerKey != nil {
+		x.Keyed = &semaphore.KeyedConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxActiveKeys: *cmp.Or(s.MaxActiveKeys, new(0)),
+			PerKey: semaphore.Config{MaxConcurrentCalls: *s.MaxConcurrentCallsPerKey, MaxWaitDuration: c.MaxWaitDuration}}
+	}
 	return c, x, ok
 }
 
@@ -361,8 +372,8 @@ func (r *Resolved) Config() Config { return r.cfg }
 
 // checkCore refuses a core size above the maximum, as Spring does; a core
 // size alone has no effect here, which Load reports as a warning.
-func checkCore(s PoolSpec, c pool.Config, l *errList, loc locator, name string) {
-	if s.CoreWorkers == nil {
+func checkCore(s PoolSpec, c pool.Config, l *errList, loc locator, shared bool, name string) {
+	if s.CoreWorkers == nil || shared {
 		return
 	}
 	w := loc.locate("pool", false, name, "coreThreadPoolSize")
@@ -380,6 +391,26 @@ func (k *kind[S, C]) goName(key string) string {
 		return k.fields[i].goName
 	}
 	return key
+}
+
+// checkKeyed checks the keys that make a semaphore keyed, this library's
+// extension: maxConcurrentCalls is then the total.
+func checkKeyed(s SemaphoreSpec, _ semaphore.Config, l *errList, loc locator, shared bool, name string) {
+	fail := func(key, format string, args ...any) {
+		w := loc.locate("semaphore", shared, name, key)
+		l.add(w, "%s %q: %s "+format, append([]any{section("semaphore", shared), name, w.key}, args...)...)
+	}
+	switch per := s.MaxConcurrentCallsPerKey; {
+	case per == nil && s.MaxActiveKeys != nil:
+		fail("maxActiveKeys", "has no effect without maxConcurrentCallsPerKey")
+	case per == nil:
+	case *per < 1 || *per > semaphore.MaxLimit:
+		fail("maxConcurrentCallsPerKey", "must be between 1 and %d, got %d", semaphore.MaxLimit, *per)
+	case s.MaxActiveKeys != nil && *s.MaxActiveKeys < 0:
+		fail("maxActiveKeys", "must be >= 0 (0 means 65536), got %d", *s.MaxActiveKeys)
+	case s.Adaptive != nil:
+		fail("adaptive", "is not supported on a keyed semaphore (one with maxConcurrentCallsPerKey)")
+	}
 }
 
 // over returns s's set fields over base's.
@@ -413,7 +444,7 @@ func (k *kind[S, C]) instance(res map[string]S, s S) S {
 	return s
 }
 
-func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc locator, final func(S, C, *errList, locator, string)) map[string]S {
+func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc locator, final func(S, C, *errList, locator, bool, string)) map[string]S {
 	for _, name := range slices.Sorted(maps.Keys(configs)) {
 		k.check(configs[name], l, loc, true, name)
 	}
@@ -422,6 +453,10 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 	}
 	names := sync.OnceValue(func() string { return known(configs) }) // once: it sorts
 	res := k.resolve(configs, names, l, loc)
+	for _, name := range slices.Sorted(maps.Keys(res)) {
+		c, _ := k.build(res[name])
+		final(res[name], c, l, loc, true, name)
+	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
 		s := instances[name]
 		if b, _, _ := s.common(); b != "" {
@@ -434,11 +469,9 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 				continue // its chain is broken: reported there
 			}
 		}
-		if final != nil {
-			full := k.instance(res, s)
-			c, _ := k.build(full)
-			final(full, c, l, loc, name)
-		}
+		full := k.instance(res, s)
+		c, _ := k.build(full)
+		final(full, c, l, loc, false, name)
 	}
 	return res
 }
