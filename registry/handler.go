@@ -30,10 +30,23 @@ type instanceStatus struct {
 	// Adaptive is the controller's adaptive.State, for an instance with
 	// an adaptive block only.
 	Adaptive *adaptive.State `json:"adaptive,omitempty"`
+	// Keys are a keyed semaphore's key counts, never a key.
+	Keys *statusKeys `json:"keys,omitempty"`
+}
+
+type statusKeys struct {
+	Active        int    `json:"active"`
+	Idle          int    `json:"idle"`
+	Evicted       uint64 `json:"evicted"`
+	RejectedKey   uint64 `json:"rejectedKey"`
+	RejectedTotal uint64 `json:"rejectedTotal"`
+	RejectedKeys  uint64 `json:"rejectedKeys"`
 }
 
 type statusConfig struct {
 	MaxConcurrentCalls int    `json:"maxConcurrentCalls,omitempty"`
+	PerKey             int    `json:"maxConcurrentCallsPerKey,omitempty"`
+	MaxActiveKeys      int    `json:"maxActiveKeys,omitempty"`
 	MaxWaitDuration    string `json:"maxWaitDuration,omitempty"`
 	MaxWorkers         int    `json:"maxWorkers,omitempty"`
 	QueueCapacity      *int   `json:"queueCapacity,omitempty"`
@@ -144,6 +157,10 @@ func configOf(b handle) statusConfig {
 		c := b.Config()
 		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}.
 			withLine(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel)
+	case *semaphore.Keyed[string]:
+		c := b.Config()
+		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, PerKey: c.PerKey.MaxConcurrentCalls, MaxActiveKeys: c.MaxActiveKeys,
+			MaxWaitDuration: c.PerKey.MaxWaitDuration.String()}
 	case *pool.Bulkhead:
 		c := b.Config()
 		return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
@@ -185,6 +202,10 @@ func statusOf(e *entry) instanceStatus {
 	if ctl := e.control(); ctl != nil {
 		st := ctl.c.State()
 		is.Adaptive = &st
+	}
+	if k, ok := e.b.(bulkhead.KeyedInstance); ok {
+		ks := k.KeyStats()
+		is.Keys = &statusKeys{ks.ActiveKeys, ks.IdleKeys, ks.Evicted, ks.RejectedKey, ks.RejectedTotal, ks.RejectedKeys}
 	}
 	if rg := e.ring.Load(); rg != nil {
 		for _, rec := range rg.records() {
