@@ -52,12 +52,6 @@ type Bulkhead struct {
 	queueCap     int
 	maxWait      time.Duration
 	keepAlive    time.Duration
-	// The queue's timeout: one timer, armed for the earliest deadline of a
-	// queued task (see armLocked and expireQueued).
-	timerAt  int64 // deadline (from now()) the latest timer was armed for; 0 = none
-	unsorted bool  // a task was queued with an earlier deadline than one before it
-	lastDL   int64 // the latest deadline of a task put in the queue
-	timer    *time.Timer
 	// counters; Rejected is above
 	permitted, cancelled, finished, failed uint64
 	waiting                                queue         // submitters' tasks waiting for room (Go), oldest first
@@ -208,10 +202,17 @@ func submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T
 	}
 	t := newTask(b, ctx, fn, fnErr)
 	if err := b.admit(ctx, &t.node, wait); err != nil {
-		t.cancel(context.Canceled)
 		return nil, err
 	}
 	return t.p.Future(), nil
+}
+
+// enter submits n, made with ctx: precheck, then admit.
+func (b *Bulkhead) enter(ctx context.Context, n *node, wait bool) error {
+	if err := b.precheck(ctx, wait); err != nil {
+		return err
+	}
+	return b.admit(ctx, n, wait)
 }
 
 // misuse panics for a nil Context, *Bulkhead or function passed to name: a
@@ -339,17 +340,10 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	b.queue.push(n)
 	b.storeSaturated()
 	if b.maxWait > 0 {
-		n.deadline = now() + int64(b.maxWait)
-		if b.queue.len == 1 {
-			b.unsorted = false
-		} else if n.deadline < b.lastDL {
-			b.unsorted = true // QueueTimeout was shortened: see expireQueued
-		}
-		b.lastDL = n.deadline
-		b.armLocked(n.deadline)
+		n.expiry = time.AfterFunc(b.maxWait, func() { b.dropBy(n, b.full.Load().waited, bulkhead.EventRejected) })
 	}
-	if parent := n.tc.parent; parent.Done() != nil {
-		n.stop = context.AfterFunc(parent, func() { b.parentDone(n) })
+	if parent := n.parent; parent.Done() != nil {
+		n.stop = context.AfterFunc(parent, func() { b.dropBy(n, nil, bulkhead.EventCancelled) })
 	}
 }
 
@@ -361,6 +355,10 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 	if n.stop != nil {
 		n.stop()
 		n.stop = nil
+	}
+	if n.expiry != nil {
+		n.expiry.Stop()
+		n.expiry = nil
 	}
 	b.refillLocked()
 }
@@ -390,71 +388,12 @@ func (b *Bulkhead) popLocked() *node {
 	return nil
 }
 
-// armLocked makes the queue's one timer fire by deadline dl (deadlines come
-// in queue order; an early firing finds nothing to do). b.mu must be held.
-func (b *Bulkhead) armLocked(dl int64) {
-	if b.timerAt != 0 && b.timerAt <= dl {
-		return
-	}
-	b.timerAt = dl
-	// A new timer each time, not Reset: the bulkhead may be used from a
-	// testing/synctest bubble that an earlier timer does not belong to.
-	b.timer = time.AfterFunc(time.Duration(dl-now()), func() { b.expireQueued(dl) })
-}
-
-// expireQueued drops the queued tasks whose QueueTimeout has passed, then
-// arms the timer for the next deadline. at is the deadline the firing timer
-// was armed for. The scan stops at the first task not due, unless a
-// shortened QueueTimeout put later deadlines before earlier ones.
-func (b *Bulkhead) expireQueued(at int64) {
+// dropBy drops n if it is still queued, for its QueueTimeout or its
+// submitter's context, on a goroutine of the timer's (see workDone).
+func (b *Bulkhead) dropBy(n *node, err error, typ bulkhead.EventType) {
+	b.busy.Add(1) // before the drop can find the bulkhead drained
 	defer b.workDone()
-	b.mu.Lock()
-	b.busy.Add(1) // before a drop can find the bulkhead drained: see workDone
-	if b.timerAt == at {
-		b.timerAt = 0
-	}
-	t, next := now(), int64(0)
-	var drop []*node
-	for n := b.queue.head; n != nil; {
-		nx := n.next // a task that dropLocked queues at the back arms the timer itself
-		if n.deadline != 0 && n.deadline <= t {
-			b.dropLocked(n)
-			b.rejected.Add(1)
-			drop = append(drop, n)
-		} else if n.deadline != 0 {
-			next = min(next, n.deadline)
-			if next == 0 {
-				next = n.deadline
-			}
-			if !b.unsorted {
-				break // the rest come later
-			}
-		}
-		n = nx
-	}
-	if next != 0 {
-		b.armLocked(next)
-	}
-	b.mu.Unlock()
-	if len(drop) > 0 {
-		b.droppedAll(drop, bulkhead.EventRejected, b.full.Load().waited)
-	}
-}
-
-// parentDone drops n, queued, when its submitter's context has ended.
-func (b *Bulkhead) parentDone(n *node) {
-	defer b.workDone()
-	b.mu.Lock()
-	b.busy.Add(1) // before a drop can find the bulkhead drained: see workDone
-	if n.state != stQueued {
-		b.mu.Unlock()
-		return
-	}
-	b.dropLocked(n)
-	b.cancelled++
-	err := n.tc.parent.Err()
-	b.mu.Unlock()
-	b.dropped(n, bulkhead.EventCancelled, err)
+	b.dropQueued(n, err, typ)
 }
 
 // invoke hands n to an ants worker (Invoke fails only on a replaced pool).
@@ -473,8 +412,7 @@ func (b *Bulkhead) work(arg any) {
 	}
 }
 
-// workDone ends a goroutine's work (counted by invoke, expireQueued or
-// parentDone). After Close, the last one to end lets Close return.
+// workDone ends a goroutine's work (counted by invoke or dropBy). After Close, the last one to end lets Close return.
 func (b *Bulkhead) workDone() {
 	// Close stores closed before it reads busy: either this sees closed,
 	// or Close sees this decrement.
@@ -523,9 +461,13 @@ func (b *Bulkhead) run(n *node) (next *node) {
 // finish accounts for n (ending its loan), picks this worker's next task,
 // then completes n's future and publishes EventFinished: whoever sees the
 // future done sees the slot free. If a callback ends the goroutine, or it
-// is leaving, the next task goes to another worker.
+// is leaving, the next task goes to another worker. A task's Group hears of
+// its failure before the slot is freed (see Group.end).
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	err := n.j.result()
+	if n.grp != nil && err != nil {
+		n.grp.end(n.gi, err, false)
+	}
 	b.mu.Lock()
 	b.finished++
 	if err != nil {
@@ -548,7 +490,10 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	}
 	b.storeSaturated()
 	b.mu.Unlock()
-	n.cancel(context.Canceled)
+	n.end()
+	if n.grp != nil {
+		n.grp.end(n.gi, nil, true)
+	}
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
 		b.invoke(next)
@@ -583,19 +528,30 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	return next
 }
 
-// cancel ends n because its future was cancelled: a queued task leaves the
-// queue and fails with err; a running one has its context cancelled.
-func (b *Bulkhead) cancel(n *node, err error) {
+// dropQueued takes n out of the queue, if it is there, counted as typ says
+// (EventCancelled or EventRejected), and fails it with err (nil: its
+// submitter's context's error). It reports whether n was queued.
+func (b *Bulkhead) dropQueued(n *node, err error, typ bulkhead.EventType) bool {
 	b.mu.Lock()
-	if n.state == stQueued {
-		b.dropLocked(n)
-		b.cancelled++
+	if n.state != stQueued {
 		b.mu.Unlock()
-		b.dropped(n, bulkhead.EventCancelled, err)
-		return
+		return false
+	}
+	b.dropLocked(n)
+	if typ == bulkhead.EventRejected {
+		b.rejected.Add(1)
+	} else {
+		b.cancelled++
+	}
+	if err == nil {
+		err = n.parent.Err()
 	}
 	b.mu.Unlock()
-	n.cancel(err)
+	b.droppedAll([]*node{n}, typ, err)
+	if b.closed.Load() {
+		b.releaseIfDone()
+	}
+	return true
 }
 
 // dropLocked takes a queued node out of the queue. b.mu must be held.
@@ -604,22 +560,9 @@ func (b *Bulkhead) dropLocked(n *node) {
 	n.state = stDone
 }
 
-// dropped completes the future of a node that left the queue without
-// running, then publishes typ.
-func (b *Bulkhead) dropped(n *node, typ bulkhead.EventType, err error) {
-	n.cancel(context.Canceled)
-	n.j.fail(err)
-	n.drop()
-	if b.hub.Active() {
-		b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
-	}
-	if b.closed.Load() {
-		b.releaseIfDone()
-	}
-}
-
-// droppedAll fails the futures of nodes dropped together, every one even if
-// a callback ends the goroutine, then publishes typ for each.
+// droppedAll fails the futures of nodes that left the queue without
+// running, every one even if a callback ends the goroutine, then publishes
+// typ for each.
 func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 	failAll(ns, err)
 	if b.hub.Active() {
@@ -637,7 +580,9 @@ func failAll(ns []*node, err error) {
 		}
 	}()
 	for ; i < len(ns); i++ {
-		ns[i].cancel(context.Canceled)
+		if g := ns[i].grp; g != nil {
+			g.end(ns[i].gi, err, true)
+		}
 		ns[i].j.fail(err)
 		ns[i].drop()
 	}
@@ -800,7 +745,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 		drop = append(drop, n)
 	}
 	for n := b.running.head; n != nil; n = n.next {
-		n.cancel(context.Canceled)
+		n.end()
 	}
 	b.mu.Unlock()
 	b.droppedAll(drop, bulkhead.EventCancelled, bulkhead.ErrClosed)
@@ -818,9 +763,6 @@ func (b *Bulkhead) releaseIfDone() {
 		return
 	}
 	b.releasing = true
-	if b.timer != nil {
-		b.timer.Stop()
-	}
 	b.mu.Unlock()
 	b.ants.Load().Release()
 	close(b.released)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
 	"github.com/bulkhead-go/bulkhead/internal/join"
 )
@@ -38,86 +39,141 @@ type job interface {
 	clear()           // forgets the function and the result (see node.drop)
 }
 
+// member is a Group that a task belongs to: see Group.end.
+type member interface{ end(i int, err error, out bool) }
+
 // node is the untyped part of a task: its place in the Bulkhead's queues,
-// its context and its loan. Everything but ctx and cancel is guarded by
-// the Bulkhead's mutex.
+// its loan, and its context. The links and states are guarded by the
+// Bulkhead's mutex, the context's fields by cmu.
 type node struct {
 	b          *Bulkhead
 	j          job
+	grp        member // the Group of the task, if any, and its index there
+	gi         int
 	prev, next *node // in the line of waiting submitters, the queue or the running tasks
 	state      nodeState
 	refused    bool          // Close refused it while its submitter waited for room; set before ready closes
+	inGroup    bool          // in the pool, for its Group (guarded by the Group's mutex)
 	lent       bool          // a task started in this task's slot runs (see help)
-	deadline   int64         // from now(): when QueueTimeout drops it from the queue; 0 = never
+	expiry     *time.Timer   // drops it from the queue after QueueTimeout
 	queuedAt   int64         // from now(); set only while someone is subscribed
 	ready      chan struct{} // closed once a waiting submitter's task is admitted or refused
 	lender     *node         // the task whose slot this one runs in, until it finishes (see help)
 	ended      chan struct{} // closed when a task started in a lender's slot has finished
 	stop       func() bool   // stops the watch on the submitter's context while queued
-	// ctx is the task's context: context.WithCancelCause of tc, the
-	// submitter's context seen from inside the task.
-	tc     taskCtx
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-}
-
-// taskCtx is the submitter's context plus the node under join.Key, for a
-// wait inside the task to find it; it lives in the node. drop forgets the
-// submitter's context under mu (goroutines of the task may still use it).
-type taskCtx struct {
-	mu     sync.Mutex
+	// The node is the task's context: the submitter's (parent) until a
+	// Done is asked for, then a context.WithCancel of it (inner), made
+	// only then. A join whose task never looks at ctx.Done() allocates no
+	// context (G3_Join/ours_pool_Submit_Wait; G4_FanOut/ours_pool_Group:
+	// one allocation per task). err is set once the pool ends it.
+	cmu    sync.Mutex
 	parent context.Context
-	n      *node
+	inner  context.Context
+	cancel context.CancelFunc
+	done   <-chan struct{}
+	err    error
 }
 
-func (c *taskCtx) get() context.Context {
-	c.mu.Lock()
-	p := c.parent
-	c.mu.Unlock()
-	return p
-}
-
-func (c *taskCtx) Deadline() (time.Time, bool) { return c.get().Deadline() }
-func (c *taskCtx) Done() <-chan struct{}       { return c.get().Done() }
-func (c *taskCtx) Err() error                  { return c.get().Err() }
-func (c *taskCtx) String() string              { return "pool task context" }
-
-func (c *taskCtx) Value(key any) any {
-	if key == join.Key {
-		return c.n
+// Done is the task context's [context.Context.Done].
+func (n *node) Done() <-chan struct{} {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	if n.done == nil {
+		if n.err != nil {
+			n.done = closedChan
+		} else {
+			n.inner, n.cancel = context.WithCancel(n.parent)
+			n.done = n.inner.Done()
+		}
 	}
-	return c.get().Value(key)
+	return n.done
 }
 
-// init gives n its bulkhead, job and context, made from the submitter's ctx.
-func (n *node) init(b *Bulkhead, j job, ctx context.Context) {
-	n.b, n.j = b, j
-	n.tc.parent, n.tc.n = ctx, n
-	n.ctx, n.cancel = context.WithCancelCause(&n.tc)
+// Err is the task context's [context.Context.Err].
+func (n *node) Err() error {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	if n.err != nil {
+		return n.err
+	}
+	return n.ctxLocked().Err()
 }
+
+// Deadline is the task context's [context.Context.Deadline].
+func (n *node) Deadline() (time.Time, bool) {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	return n.parent.Deadline()
+}
+
+// Value is the task context's [context.Context.Value]; under join.Key it is
+// the node, for a wait inside the task to find. (Once inner is made, its
+// values let a context derived from the task's join inner's cancellation,
+// without a goroutine, and context.Cause read inner's cause.)
+func (n *node) Value(key any) any {
+	if key == join.Key {
+		return n
+	}
+	n.cmu.Lock()
+	c := n.ctxLocked()
+	n.cmu.Unlock()
+	return c.Value(key)
+}
+
+func (n *node) String() string { return "pool task context" }
+
+func (n *node) ctxLocked() context.Context {
+	if n.inner != nil {
+		return n.inner
+	}
+	return n.parent
+}
+
+// end cancels the task's context, once: its future was cancelled, Close
+// gave up, or the task returned.
+func (n *node) end() {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	if n.err != nil {
+		return
+	}
+	if n.inner != nil {
+		n.cancel()
+		n.err = n.inner.Err()
+	} else if n.err = n.parent.Err(); n.err == nil {
+		n.err = context.Canceled
+	}
+}
+
+// closedChan is the Done channel of a task context ended before any Done.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Cancel is what Future.Cancel calls: see [future.Future.Cancel].
 func (n *node) Cancel() {
-	if b := n.pool(); b != nil {
-		b.cancel(n, context.Canceled)
+	if b := n.pool(); b == nil || !b.dropQueued(n, context.Canceled, bulkhead.EventCancelled) {
+		n.end()
 	}
 }
 
 // drop is called once n's future has completed: the future keeps the
 // task's memory, but neither its function nor its submitter's context nor
-// the Bulkhead.
+// the Bulkhead. (Goroutines of the task may still use its context.)
 func (n *node) drop() {
 	n.j.clear()
-	n.tc.mu.Lock()
-	n.tc.parent, n.b = context.Background(), nil
-	n.tc.mu.Unlock()
+	n.end()
+	n.cmu.Lock()
+	n.parent, n.inner, n.cancel, n.b, n.grp = context.Background(), nil, nil, nil, nil
+	n.cmu.Unlock()
 }
 
-// pool returns n's Bulkhead, or nil once n is dropped. (Goroutines that a
-// task started may ask with its context after it has ended.)
+// pool returns n's Bulkhead, or nil once n is dropped.
 func (n *node) pool() *Bulkhead {
-	n.tc.mu.Lock()
-	defer n.tc.mu.Unlock()
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
 	return n.b
 }
 
@@ -142,17 +198,17 @@ type task[T any] struct {
 
 func newTask[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T, error), fnErr func(context.Context) error) *task[T] {
 	t := &task[T]{fn: fn, fnErr: fnErr}
-	t.init(b, t, ctx)
+	t.b, t.j, t.parent = b, t, ctx
 	t.p.Init(&t.node)
 	return t
 }
 
 func (t *task[T]) exec() {
 	if t.fnErr != nil {
-		t.err = t.fnErr(t.ctx)
+		t.err = t.fnErr(&t.node)
 		return
 	}
-	t.v, t.err = t.fn(t.ctx)
+	t.v, t.err = t.fn(&t.node)
 }
 
 func (t *task[T]) setErr(err error) {
@@ -166,6 +222,10 @@ func (t *task[T]) clear() {
 }
 
 func (t *task[T]) result() error { return t.err }
+func (t *task[T]) ended() bool {
+	_, err := t.p.Future().Result()
+	return err != future.ErrNotDone
+}
 func (t *task[T]) settle()       { t.p.Complete(t.v, t.err) }
 func (t *task[T]) fail(err error) {
 	var zero T
