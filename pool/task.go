@@ -40,7 +40,9 @@ type job interface {
 }
 
 // member is a Group that a task belongs to: see Group.end.
-type member interface{ end(i int, err error, out bool) }
+type member interface {
+	end(i int, err error, out bool)
+}
 
 // node is the untyped part of a task: its place in the Bulkhead's queues,
 // its loan, and its context. The links and states are guarded by the
@@ -226,7 +228,7 @@ func (t *task[T]) ended() bool {
 	_, err := t.p.Future().Result()
 	return err != future.ErrNotDone
 }
-func (t *task[T]) settle()       { t.p.Complete(t.v, t.err) }
+func (t *task[T]) settle() { t.p.Complete(t.v, t.err) }
 func (t *task[T]) fail(err error) {
 	var zero T
 	t.p.Complete(zero, err)
