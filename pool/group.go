@@ -180,7 +180,7 @@ func (g *Group[T]) usable(name string) {
 }
 
 func (g *Group[T]) newTask(fn func(context.Context) (T, error)) *task[T] {
-	t := newTask(g.b, g.ctx, fn, nil)
+	t := newTask(g.b, g.ctx, fn)
 	t.grp = g
 	return t
 }
@@ -220,7 +220,8 @@ func (g *Group[T]) end(i int, err error, out bool) {
 // makes err the group's failure if it is the first.
 func (g *Group[T]) refused(t *task[T], err error, counted bool) {
 	g.end(t.gi, err, counted)
-	t.fail(err)
+	t.err = err
+	t.settle()
 	t.drop()
 }
 

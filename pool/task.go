@@ -29,14 +29,11 @@ const (
 	stDone                     // finished, or dropped before it ran
 )
 
-// job is the typed part of a task: its function, result and future.
+// job is the typed part of a task: its function, value and future.
 type job interface {
-	exec()            // runs the function on the node's context and stores the result
-	setErr(err error) // replaces the stored result with a failure
-	result() error    // the stored error
-	settle()          // completes the future with the stored result
-	fail(err error)   // completes the future with err; the function never ran
-	clear()           // forgets the function and the result (see node.drop)
+	exec()   // runs the function on the node's context, storing its result
+	settle() // completes the future with the stored result (node.err)
+	clear()  // forgets the function and the value (see node.drop)
 }
 
 // member is a Group that a task belongs to: see Group.end.
@@ -44,36 +41,36 @@ type member interface {
 	end(i int, err error, out bool)
 }
 
-// node is the untyped part of a task: its place in the Bulkhead's queues,
-// its loan, and its context. The links and states are guarded by the
-// Bulkhead's mutex, the context's fields by cmu.
+// node is the untyped part of a task. Its links, states and loan are
+// guarded by the Bulkhead's mutex, its context's fields by cmu.
 type node struct {
 	b          *Bulkhead
 	j          job
-	grp        member // the Group of the task, if any, and its index there
+	err        error  // the task's error, once run or dropped
+	grp        member // its Group, if any, and its index there
 	gi         int
 	prev, next *node // in the line of waiting submitters, the queue or the running tasks
 	state      nodeState
 	refused    bool          // Close refused it while its submitter waited for room; set before ready closes
 	inGroup    bool          // in the pool, for its Group (guarded by the Group's mutex)
 	lent       bool          // a task started in this task's slot runs (see help)
-	expiry     *time.Timer   // drops it from the queue after QueueTimeout
 	queuedAt   int64         // from now(); set only while someone is subscribed
+	expiry     *time.Timer   // drops it from the queue after QueueTimeout
+	stop       func() bool   // stops the watch on the submitter's context while queued
 	ready      chan struct{} // closed once a waiting submitter's task is admitted or refused
 	lender     *node         // the task whose slot this one runs in, until it finishes (see help)
 	ended      chan struct{} // closed when a task started in a lender's slot has finished
-	stop       func() bool   // stops the watch on the submitter's context while queued
 	// The node is the task's context: the submitter's (parent) until a
 	// Done is asked for, then a context.WithCancel of it (inner), made
-	// only then. A join whose task never looks at ctx.Done() allocates no
-	// context (G3_Join/ours_pool_Submit_Wait; G4_FanOut/ours_pool_Group:
-	// one allocation per task). err is set once the pool ends it.
+	// only then, so that a task that never looks at ctx.Done() costs one
+	// allocation (G3_Join/ours_pool_Submit_Wait, G4_FanOut/ours_pool_Group).
+	// cerr is set once the pool ends it.
 	cmu    sync.Mutex
 	parent context.Context
 	inner  context.Context
 	cancel context.CancelFunc
 	done   <-chan struct{}
-	err    error
+	cerr   error
 }
 
 // Done is the task context's [context.Context.Done].
@@ -81,11 +78,9 @@ func (n *node) Done() <-chan struct{} {
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
 	if n.done == nil {
-		if n.err != nil {
-			n.done = closedChan
-		} else {
-			n.inner, n.cancel = context.WithCancel(n.parent)
-			n.done = n.inner.Done()
+		n.inner, n.cancel = context.WithCancel(n.parent)
+		if n.done = n.inner.Done(); n.cerr != nil {
+			n.cancel()
 		}
 	}
 	return n.done
@@ -95,8 +90,8 @@ func (n *node) Done() <-chan struct{} {
 func (n *node) Err() error {
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
-	if n.err != nil {
-		return n.err
+	if n.cerr != nil {
+		return n.cerr
 	}
 	return n.ctxLocked().Err()
 }
@@ -108,10 +103,10 @@ func (n *node) Deadline() (time.Time, bool) {
 	return n.parent.Deadline()
 }
 
-// Value is the task context's [context.Context.Value]; under join.Key it is
-// the node, for a wait inside the task to find. (Once inner is made, its
-// values let a context derived from the task's join inner's cancellation,
-// without a goroutine, and context.Cause read inner's cause.)
+// Value is the task context's [context.Context.Value], and the node itself
+// under join.Key, for a wait inside the task. inner's values let a context
+// derived from the task's join inner's cancellation without a goroutine,
+// and context.Cause read inner's cause.
 func (n *node) Value(key any) any {
 	if key == join.Key {
 		return n
@@ -131,28 +126,20 @@ func (n *node) ctxLocked() context.Context {
 	return n.parent
 }
 
-// end cancels the task's context, once: its future was cancelled, Close
-// gave up, or the task returned.
+// end ends the task's context, once: its future was cancelled, Close gave
+// up, or the task returned.
 func (n *node) end() {
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
-	if n.err != nil {
-		return
-	}
-	if n.inner != nil {
-		n.cancel()
-		n.err = n.inner.Err()
-	} else if n.err = n.parent.Err(); n.err == nil {
-		n.err = context.Canceled
+	if n.cerr == nil {
+		if n.inner != nil {
+			n.cancel()
+		}
+		if n.cerr = n.ctxLocked().Err(); n.cerr == nil {
+			n.cerr = context.Canceled
+		}
 	}
 }
-
-// closedChan is the Done channel of a task context ended before any Done.
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
 
 // Cancel is what Future.Cancel calls: see [future.Future.Cancel].
 func (n *node) Cancel() {
@@ -168,7 +155,7 @@ func (n *node) drop() {
 	n.j.clear()
 	n.end()
 	n.cmu.Lock()
-	n.parent, n.inner, n.cancel, n.b, n.grp = context.Background(), nil, nil, nil, nil
+	n.parent, n.inner, n.cancel, n.b, n.grp, n.err = context.Background(), nil, nil, nil, nil, nil
 	n.cmu.Unlock()
 }
 
@@ -191,45 +178,26 @@ func (n *node) Help(target any, decided func() bool) <-chan struct{} {
 // task is one submitted function with its promise, in one allocation.
 type task[T any] struct {
 	node
-	p     future.Promise[T]
-	fn    func(context.Context) (T, error)
-	fnErr func(context.Context) error // the function of Bulkhead.Go and TryGo; fn is nil then
-	v     T
-	err   error
+	p  future.Promise[T]
+	fn func(context.Context) (T, error)
+	v  T
 }
 
-func newTask[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T, error), fnErr func(context.Context) error) *task[T] {
-	t := &task[T]{fn: fn, fnErr: fnErr}
+func newTask[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T, error)) *task[T] {
+	t := &task[T]{fn: fn}
 	t.b, t.j, t.parent = b, t, ctx
 	t.p.Init(&t.node)
 	return t
 }
 
-func (t *task[T]) exec() {
-	if t.fnErr != nil {
-		t.err = t.fnErr(&t.node)
-		return
-	}
-	t.v, t.err = t.fn(&t.node)
-}
-
-func (t *task[T]) setErr(err error) {
-	var zero T
-	t.v, t.err = zero, err
-}
-
+func (t *task[T]) exec()   { t.v, t.err = t.fn(&t.node) }
+func (t *task[T]) settle() { t.p.Complete(t.v, t.err) }
 func (t *task[T]) clear() {
-	t.setErr(nil)
-	t.fn, t.fnErr = nil, nil
+	var zero T
+	t.fn, t.v = nil, zero
 }
 
-func (t *task[T]) result() error { return t.err }
 func (t *task[T]) ended() bool {
 	_, err := t.p.Future().Result()
 	return err != future.ErrNotDone
-}
-func (t *task[T]) settle() { t.p.Complete(t.v, t.err) }
-func (t *task[T]) fail(err error) {
-	var zero T
-	t.p.Complete(zero, err)
 }
