@@ -22,16 +22,15 @@ type Group[T any] struct {
 	b      *Bulkhead
 	ctx    context.Context // the tasks' context, cancelled by the first failure
 	cancel context.CancelCauseFunc
-	// waitCtx is ctx without its cancellation, for waiting on the group's
-	// futures: such a wait does not allocate, and inside a task of the same
-	// pool it starts a queued task of the group in the waiting task's slot
-	// (see "Waiting inside a task"). A failure ends the futures themselves.
+	// waitCtx is ctx without its cancellation, for waits on the group's
+	// futures: they do not allocate, and inside a task of the pool they
+	// help (see "Waiting inside a task"). A failure ends the futures.
 	waitCtx valuesOnly
 
 	mu     sync.Mutex
 	ts     []*task[T] // in Go order; nil where Go submitted nothing
 	next   int        // ts[:next] have ended
-	inPool int        // tasks submitted and not yet ended (see end)
+	inPool int        // tasks submitted and not yet out of the pool (see end)
 	limit  int        // SetLimit's; 0: the pool's MaxWorkers
 	err    *future.TaskError
 }
@@ -50,7 +49,7 @@ func NewGroup[T any](ctx context.Context, b *Bulkhead) *Group[T] {
 }
 
 // valuesOnly is [context.WithoutCancel] as a pointer: the standard one's
-// Value boxes it, an allocation for each wait (G4_FanOut/ours_pool_Group).
+// Value boxes it, an allocation per wait (G4_FanOut/ours_pool_Group).
 type valuesOnly struct{ context.Context }
 
 func (*valuesOnly) Deadline() (time.Time, bool) { return time.Time{}, false }
@@ -64,7 +63,7 @@ func (*valuesOnly) Err() error                  { return nil }
 // fill the pool's queue). A new limit applies from the next Go; n == 0
 // panics.
 func (g *Group[T]) SetLimit(n int) {
-	g.usable("SetLimit")
+	g.usable("SetLimit", true)
 	if n == 0 {
 		panic("pool: Group.SetLimit(0): a group that may hold no task in the pool could run nothing")
 	}
@@ -81,11 +80,9 @@ func (g *Group[T]) SetLimit(n int) {
 // failure to submit (the context ended, the pool closed) is the group's
 // failure. Either way the task has its place in Wait's values.
 func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
-	g.usable("Go")
-	if fn == nil {
-		panic("pool: Group.Go called with a nil function")
-	}
-	t := g.newTask(fn)
+	g.usable("Go", fn != nil)
+	t := newTask(g.b, g.ctx, fn)
+	t.grp = g
 	g.mu.Lock()
 	t.gi = len(g.ts)
 	g.ts = append(g.ts, t)
@@ -94,21 +91,21 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 		g.mu.Unlock()
 		_, _ = oldest.p.Future().Wait(&g.waitCtx)
 		// Let the other tasks about to end do so, so that the next check
-		// finds room for several Go calls, not one: without it, at
-		// GOMAXPROCS 1 each Go waits for one task, and
-		// G4_FanOut/ours_pool_Group takes 3 to 4 times errgroup's.
+		// finds room for several Go calls: without it, at GOMAXPROCS 1
+		// each Go waits for one task, and G4_FanOut/ours_pool_Group takes
+		// 3 to 4 times errgroup's.
 		runtime.Gosched()
 		g.mu.Lock()
 	}
-	if g.stoppedLocked() {
-		g.mu.Unlock()
-		g.refused(t, context.Cause(g.ctx), false)
-		return
+	stopped := g.stoppedLocked()
+	if !stopped {
+		g.inPool++
+		t.inGroup = true
 	}
-	g.inPool++
-	t.inGroup = true
 	g.mu.Unlock()
-	if err := g.b.enter(g.ctx, &t.node, true); err != nil {
+	if stopped {
+		g.refused(t, context.Cause(g.ctx), false)
+	} else if err := g.b.enter(g.ctx, &t.node, true); err != nil {
 		g.refused(t, err, true)
 	}
 }
@@ -118,18 +115,14 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 // has failed or its context has ended, or the pool refused the task (full,
 // or closed); a task not submitted takes no place in Wait's values.
 func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
-	g.usable("TryGo")
-	if fn == nil {
-		panic("pool: Group.TryGo called with a nil function")
-	}
-	g.mu.Lock()
+	g.usable("TryGo", fn != nil)
+	g.mu.Lock() // Submit never waits for it; the task's end does
 	defer g.mu.Unlock()
 	if g.stoppedLocked() || !g.roomLocked() {
 		return false
 	}
-	t := g.newTask(fn)
-	t.gi = len(g.ts)
-	// Under g.mu, which Submit never waits on: the task's end waits for it.
+	t := newTask(g.b, g.ctx, fn)
+	t.grp, t.gi = g, len(g.ts)
 	if g.b.enter(g.ctx, &t.node, false) != nil {
 		return false
 	}
@@ -146,7 +139,7 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 // [*bulkhead.PanicError] for a panic). Wait returns nil if every task
 // succeeded.
 func (g *Group[T]) Wait() ([]T, error) {
-	g.usable("Wait")
+	g.usable("Wait", true)
 	g.mu.Lock()
 	for i := g.next; i < len(g.ts); i++ {
 		if t := g.ts[i]; t != nil {
@@ -157,10 +150,8 @@ func (g *Group[T]) Wait() ([]T, error) {
 	}
 	vals := make([]T, len(g.ts))
 	for i, t := range g.ts {
-		if t != nil {
-			if v, err := t.p.Future().Result(); err == nil {
-				vals[i] = v
-			}
+		if v, err := t.p.Future().Result(); err == nil {
+			vals[i] = v
 		}
 	}
 	err := g.err
@@ -172,27 +163,23 @@ func (g *Group[T]) Wait() ([]T, error) {
 	return vals, err
 }
 
-// usable panics for a nil or zero Group; name is the method called.
-func (g *Group[T]) usable(name string) {
+// usable panics for a nil or zero Group, or (fnOK false) a nil function.
+func (g *Group[T]) usable(name string, fnOK bool) {
 	if g == nil || g.b == nil {
 		panic("pool: Group." + name + " called on a Group not made by NewGroup")
 	}
-}
-
-func (g *Group[T]) newTask(fn func(context.Context) (T, error)) *task[T] {
-	t := newTask(g.b, g.ctx, fn)
-	t.grp = g
-	return t
+	if !fnOK {
+		panic("pool: Group." + name + " called with a nil function")
+	}
 }
 
 // end is what the pool calls for a task of the group: with its failure
-// (err), first from the task's own worker, before its slot is freed and its
-// future completed; then once it is out of the pool (out). A panic is a
-// *bulkhead.PanicError, a runtime.Goexit an error too. The first failure
-// stops the group: its tasks still queued leave the queue at once, then
-// its context is cancelled, with the group's error as its cause (cancelling the
-// context first would let the running tasks end and their workers start
-// queued tasks meanwhile).
+// (err; a panic as a *bulkhead.PanicError), first from the task's worker
+// before its slot is freed and its future completed; then once it is out
+// of the pool (out). The first failure stops the group: its queued tasks
+// leave the queue, then its context is cancelled with the group's error as
+// the cause (the context first would let the running tasks end and their
+// workers start queued tasks meanwhile).
 func (g *Group[T]) end(i int, err error, out bool) {
 	g.mu.Lock()
 	if out {
@@ -203,12 +190,11 @@ func (g *Group[T]) end(i int, err error, out bool) {
 	if first {
 		g.err = &future.TaskError{Index: i, Err: err}
 	}
-	cause := g.err
-	rest := g.ts[g.next:] // entries are never changed once appended
+	cause, rest := g.err, g.ts[g.next:] // entries never change once appended
 	g.mu.Unlock()
 	if first {
 		for _, t := range rest {
-			if t != nil && t.gi != i {
+			if t.gi != i {
 				g.b.dropQueued(&t.node, context.Canceled, bulkhead.EventCancelled)
 			}
 		}
@@ -216,8 +202,8 @@ func (g *Group[T]) end(i int, err error, out bool) {
 	}
 }
 
-// refused completes task t, which the pool did not take, with err, and
-// makes err the group's failure if it is the first.
+// refused completes t, which the pool did not take, with err, the group's
+// failure if it is the first.
 func (g *Group[T]) refused(t *task[T], err error, counted bool) {
 	g.end(t.gi, err, counted)
 	t.err = err
@@ -227,14 +213,11 @@ func (g *Group[T]) refused(t *task[T], err error, counted bool) {
 
 // stoppedLocked reports whether Go must submit nothing more.
 func (g *Group[T]) stoppedLocked() bool {
-	if g.err != nil {
-		return true
-	}
 	select {
 	case <-g.ctx.Done():
 		return true
 	default:
-		return false
+		return g.err != nil
 	}
 }
 
@@ -247,13 +230,13 @@ func (g *Group[T]) roomLocked() bool {
 	return lim < 0 || g.inPool < lim
 }
 
-// oldestLocked returns the oldest task of the group in the pool. The group
-// must be at its limit, so there is one.
+// oldestLocked returns the oldest task of the group in the pool; the group
+// is at its limit, so there is one.
 func (g *Group[T]) oldestLocked() *task[T] {
-	for ; g.ts[g.next] == nil || g.ts[g.next].ended(); g.next++ {
+	for ; g.ts[g.next].ended(); g.next++ {
 	}
 	for _, t := range g.ts[g.next:] {
-		if t != nil && t.inGroup {
+		if t.inGroup {
 			return t
 		}
 	}

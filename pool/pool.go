@@ -537,31 +537,26 @@ func (b *Bulkhead) dropLocked(n *node) {
 	n.state = stDone
 }
 
-// droppedAll fails the futures of tasks dropped unrun (every one, even if a
-// callback ends the goroutine), then publishes typ for each.
+// droppedAll fails the futures of tasks dropped unrun and publishes typ
+// for each: every one, even if a callback ends the goroutine.
 func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
-	failAll(ns, err)
-	if b.hub.Active() {
-		for _, n := range ns {
-			b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
-		}
-	}
-}
-
-func failAll(ns []*node, err error) {
 	i := 0
 	defer func() {
 		if i < len(ns) {
-			failAll(ns[i+1:], err)
+			b.droppedAll(ns[i+1:], typ, err)
 		}
 	}()
 	for ; i < len(ns); i++ {
-		if g := ns[i].grp; g != nil {
-			g.end(ns[i].gi, err, true)
+		n := ns[i]
+		if n.grp != nil {
+			n.grp.end(n.gi, err, true)
 		}
-		ns[i].err = err
-		ns[i].j.settle()
-		ns[i].drop()
+		n.err = err
+		n.j.settle()
+		n.drop()
+		if b.hub.Active() {
+			b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
+		}
 	}
 }
 
