@@ -130,7 +130,11 @@ func (n *node) ctxLocked() context.Context {
 // up, or the task returned.
 func (n *node) end() {
 	n.cmu.Lock()
-	defer n.cmu.Unlock()
+	n.endLocked()
+	n.cmu.Unlock()
+}
+
+func (n *node) endLocked() {
 	if n.cerr == nil {
 		if n.inner != nil {
 			n.cancel()
@@ -153,8 +157,8 @@ func (n *node) Cancel() {
 // the Bulkhead. (Goroutines of the task may still use its context.)
 func (n *node) drop() {
 	n.j.clear()
-	n.end()
 	n.cmu.Lock()
+	n.endLocked()
 	n.parent, n.inner, n.cancel, n.b, n.grp, n.err = context.Background(), nil, nil, nil, nil, nil
 	n.cmu.Unlock()
 }
