@@ -3,9 +3,7 @@ package pool
 import (
 	"context"
 	"runtime"
-	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
@@ -24,27 +22,17 @@ type Group[T any] struct {
 	b      *Bulkhead
 	ctx    context.Context // the tasks' context, cancelled by the first failure
 	cancel context.CancelCauseFunc
-	done   <-chan struct{} // ctx.Done()
-	// waitCtx is ctx without its cancellation, for waiting on the group's
-	// futures: a wait with it does not allocate, and inside a task of the
-	// same pool it starts a queued task of the group in the waiting task's
-	// slot (see "Waiting inside a task"). A failure cancels the futures
-	// themselves, so these waits end with it.
+	// waitCtx is ctx without its cancellation, for waits on the group's
+	// futures: they do not allocate, and inside a task of the pool they
+	// help (see "Waiting inside a task"). A failure ends the futures.
 	waitCtx valuesOnly
 
-	goMu sync.Mutex          // held by Go and TryGo from their check for room to storing the future
-	mu   sync.Mutex          // guards what follows
-	fs   []*future.Future[T] // in Go order; nil where Go submitted nothing
-	live []int               // indexes of fs whose tasks may still be in the pool, oldest first
-	// limit is SetLimit's; 0 until then: the pool's MaxWorkers (read when needed).
-	limit int
-	err   *future.TaskError // the first failure
-	// started[i/startedChunk][i%startedChunk] is set by task i when it
-	// starts, so that a failure cancels the queued tasks before the
-	// context: see unlock. Chunks, so that a task's flag never moves.
-	started [][]atomic.Bool
-	// stopping: err is set and stop has not run yet; unlock runs it.
-	stopping bool
+	mu     sync.Mutex
+	ts     []*task[T] // in Go order; nil where Go submitted nothing
+	next   int        // ts[:next] have ended
+	inPool int        // tasks submitted and not yet out of the pool (see end)
+	limit  int        // SetLimit's; 0: the pool's MaxWorkers
+	err    *future.TaskError
 }
 
 // NewGroup returns an empty Group that runs its tasks on b, with a context
@@ -56,14 +44,12 @@ func NewGroup[T any](ctx context.Context, b *Bulkhead) *Group[T] {
 	}
 	g := &Group[T]{b: b}
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
-	g.done = g.ctx.Done()
 	g.waitCtx = valuesOnly{g.ctx}
 	return g
 }
 
 // valuesOnly is [context.WithoutCancel] as a pointer: the standard one's
-// Value boxes it, an allocation for each wait of a Group
-// (BenchmarkGroupFanOut).
+// Value boxes it, an allocation per wait (G4_FanOut/ours_pool_Group).
 type valuesOnly struct{ context.Context }
 
 func (*valuesOnly) Deadline() (time.Time, bool) { return time.Time{}, false }
@@ -77,7 +63,7 @@ func (*valuesOnly) Err() error                  { return nil }
 // fill the pool's queue). A new limit applies from the next Go; n == 0
 // panics.
 func (g *Group[T]) SetLimit(n int) {
-	g.usable("SetLimit")
+	g.usable("SetLimit", true)
 	if n == 0 {
 		panic("pool: Group.SetLimit(0): a group that may hold no task in the pool could run nothing")
 	}
@@ -89,72 +75,60 @@ func (g *Group[T]) SetLimit(n int) {
 // Go submits fn as the group's next task. While the group is at its limit
 // it waits for the oldest of the group's tasks in the pool to end (so a
 // slow task holds back the ones after it); when the pool is full, it waits
-// for room, first in, first out, as [Go] does. After the group has failed, or once its context has ended, Go
-// returns at once and submits nothing; a failure to submit (the context
-// ended, the pool closed) is the group's failure. Either way the task has
-// its place in Wait's values.
+// for room, first in, first out, as [Go] does. After the group has failed,
+// or once its context has ended, Go returns at once and submits nothing; a
+// failure to submit (the context ended, the pool closed) is the group's
+// failure. Either way the task has its place in Wait's values.
 func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
-	g.usable("Go")
-	if fn == nil {
-		panic("pool: Group.Go called with a nil function")
-	}
-	g.goMu.Lock()
-	defer g.goMu.Unlock()
+	g.usable("Go", fn != nil)
+	t := newTask(g.b, g.ctx, fn)
+	t.grp = g
 	g.mu.Lock()
-	i := len(g.fs)
-	g.fs = append(g.fs, nil)
+	t.gi = len(g.ts)
+	g.ts = append(g.ts, t)
 	for !g.stoppedLocked() && !g.roomLocked() {
-		oldest := g.fs[g.live[0]]
+		oldest := g.oldestLocked()
 		g.mu.Unlock()
-		_, _ = oldest.Wait(&g.waitCtx)
-		// Let the other tasks that are about to end do so, so that the
-		// next check finds room for several Go calls, not one: without
-		// it, at GOMAXPROCS 1 each Go waits for one task, and the fan-out
-		// of G4_FanOut/ours_pool_Group takes 3 to 4 times errgroup's.
+		_, _ = oldest.p.Future().Wait(&g.waitCtx)
+		// Let the other tasks about to end do so, so that the next check
+		// finds room for several Go calls: without it, at GOMAXPROCS 1
+		// each Go waits for one task, and G4_FanOut/ours_pool_Group takes
+		// 3 to 4 times errgroup's.
 		runtime.Gosched()
 		g.mu.Lock()
 	}
-	if g.stoppedLocked() {
-		g.failLocked(i, context.Cause(g.ctx))
-		g.unlock()
-		return
+	stopped := g.stoppedLocked()
+	if !stopped {
+		g.inPool++
+		t.inGroup = true
 	}
-	st := g.startedLocked(i)
 	g.mu.Unlock()
-	f, err := Go(g.ctx, g.b, g.task(i, st, fn))
-	g.store(i, f, err)
+	if stopped {
+		g.refused(t, context.Cause(g.ctx), false)
+	} else if err := g.b.enter(g.ctx, &t.node, true); err != nil {
+		g.refused(t, err, true)
+	}
 }
 
 // TryGo submits fn as the group's next task if it can without waiting, and
-// reports whether it did. It returns false when the group is at its limit
-// or busy in another Go, has failed or its context has ended, or the pool
-// refused the task (full, or closed); a task not submitted takes no place in
-// Wait's values.
+// reports whether it did. It returns false when the group is at its limit,
+// has failed or its context has ended, or the pool refused the task (full,
+// or closed); a task not submitted takes no place in Wait's values.
 func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
-	g.usable("TryGo")
-	if fn == nil {
-		panic("pool: Group.TryGo called with a nil function")
-	}
-	if !g.goMu.TryLock() {
+	g.usable("TryGo", fn != nil)
+	g.mu.Lock() // Submit never waits for it; the task's end does
+	defer g.mu.Unlock()
+	if g.stoppedLocked() || !g.roomLocked() {
 		return false
 	}
-	defer g.goMu.Unlock()
-	g.mu.Lock()
-	ok := !g.stoppedLocked() && g.roomLocked()
-	i := len(g.fs)
-	st := g.startedLocked(i)
-	g.unlock()
-	if !ok {
+	t := newTask(g.b, g.ctx, fn)
+	t.grp, t.gi = g, len(g.ts)
+	if g.b.enter(g.ctx, &t.node, false) != nil {
 		return false
 	}
-	f, err := Submit(g.ctx, g.b, g.task(i, st, fn))
-	if err != nil {
-		return false
-	}
-	g.mu.Lock()
-	g.fs = append(g.fs, nil)
-	g.mu.Unlock()
-	g.store(i, f, nil)
+	g.ts = append(g.ts, t)
+	g.inPool++
+	t.inGroup = true
 	return true
 }
 
@@ -165,195 +139,106 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 // [*bulkhead.PanicError] for a panic). Wait returns nil if every task
 // succeeded.
 func (g *Group[T]) Wait() ([]T, error) {
-	g.usable("Wait")
-	for {
-		g.mu.Lock()
-		g.popLocked()
-		var oldest *future.Future[T]
-		if len(g.live) > 0 {
-			oldest = g.fs[g.live[0]]
-		}
-		g.unlock()
-		if oldest != nil {
-			_, _ = oldest.Wait(&g.waitCtx)
-			continue
-		}
-		// Nothing left in the pool. Taking goMu waits for a Go that is
-		// submitting meanwhile (from a task, or another goroutine).
-		g.goMu.Lock()
-		g.mu.Lock()
-		if len(g.live) > 0 {
+	g.usable("Wait", true)
+	g.mu.Lock()
+	for i := g.next; i < len(g.ts); i++ {
+		if t := g.ts[i]; t != nil {
 			g.mu.Unlock()
-			g.goMu.Unlock()
-			continue
+			_, _ = t.p.Future().Wait(&g.waitCtx)
+			g.mu.Lock()
 		}
-		vals := make([]T, len(g.fs))
-		for i, f := range g.fs {
-			if f != nil {
-				if v, err := f.Result(); err == nil {
-					vals[i] = v
-				}
-			}
-		}
-		err := g.err
-		g.mu.Unlock()
-		g.goMu.Unlock()
-		g.cancel(nil)
-		if err == nil {
-			return vals, nil
-		}
-		return vals, err
 	}
+	vals := make([]T, len(g.ts))
+	for i, t := range g.ts {
+		if v, err := t.p.Future().Result(); err == nil {
+			vals[i] = v
+		}
+	}
+	err := g.err
+	g.mu.Unlock()
+	g.cancel(nil)
+	if err == nil {
+		return vals, nil
+	}
+	return vals, err
 }
 
-// usable panics for a nil or zero Group; name is the method called.
-func (g *Group[T]) usable(name string) {
+// usable panics for a nil or zero Group, or (fnOK false) a nil function.
+func (g *Group[T]) usable(name string, fnOK bool) {
 	if g == nil || g.b == nil {
 		panic("pool: Group." + name + " called on a Group not made by NewGroup")
 	}
-}
-
-// task wraps fn so that its failure (an error, or a panic, recovered into a
-// *bulkhead.PanicError as the pool would) fails the group at once, from
-// the task's own goroutine, before its future completes. A task that calls
-// runtime.Goexit fails the group once its future is seen.
-func (g *Group[T]) task(i int, started *atomic.Bool, fn func(context.Context) (T, error)) func(context.Context) (T, error) {
-	return func(ctx context.Context) (v T, err error) {
-		started.Store(true)
-		returned := false
-		defer func() {
-			if !returned {
-				r := recover()
-				if r == nil {
-					return // runtime.Goexit: the pool fails the future
-				}
-				var zero T
-				v, err = zero, &bulkhead.PanicError{Value: r, Stack: debug.Stack()}
-			}
-			if err != nil {
-				g.mu.Lock()
-				g.failLocked(i, err)
-				g.unlock()
-			}
-		}()
-		v, err = fn(ctx)
-		returned = true
-		return v, err
+	if !fnOK {
+		panic("pool: Group." + name + " called with a nil function")
 	}
 }
 
-// store records the outcome of submitting task i.
-func (g *Group[T]) store(i int, f *future.Future[T], err error) {
+// end is what the pool calls for a task of the group: with its failure
+// (err; a panic as a *bulkhead.PanicError), first from the task's worker
+// before its slot is freed and its future completed; then once it is out
+// of the pool (out). The first failure stops the group: its queued tasks
+// leave the queue, then its context is cancelled with the group's error as
+// the cause (the context first would let the running tasks end and their
+// workers start queued tasks meanwhile).
+func (g *Group[T]) end(i int, err error, out bool) {
 	g.mu.Lock()
-	if err != nil {
-		g.failLocked(i, err)
-	} else {
-		g.fs[i] = f
-		g.live = append(g.live, i)
-		if g.err != nil && !g.stopping {
-			defer f.Cancel() // the group failed while f was being submitted
-		}
+	if out {
+		g.inPool--
+		g.ts[i].inGroup = false
 	}
-	g.unlock()
+	first := err != nil && g.err == nil
+	if first {
+		g.err = &future.TaskError{Index: i, Err: err}
+	}
+	cause, rest := g.err, g.ts[g.next:] // entries never change once appended
+	g.mu.Unlock()
+	if first {
+		for _, t := range rest {
+			if t.gi != i {
+				g.b.dropQueued(&t.node, context.Canceled, bulkhead.EventCancelled)
+			}
+		}
+		g.cancel(cause)
+	}
+}
+
+// refused completes t, which the pool did not take, with err, the group's
+// failure if it is the first.
+func (g *Group[T]) refused(t *task[T], err error, counted bool) {
+	g.end(t.gi, err, counted)
+	t.err = err
+	t.settle()
+	t.drop()
 }
 
 // stoppedLocked reports whether Go must submit nothing more.
 func (g *Group[T]) stoppedLocked() bool {
-	if g.err != nil {
-		return true
-	}
 	select {
-	case <-g.done: // cheaper than g.ctx.Err(), which locks (G4_FanOut/ours_pool_Group)
+	case <-g.ctx.Done():
 		return true
 	default:
-		return false
+		return g.err != nil
 	}
 }
 
-// roomLocked reports whether the group may put one more task in the pool,
-// forgetting the oldest tasks while they have ended. (A later task that
-// ended before an older one still counts until that one ends: the price
-// of waiting on one future, the oldest, without allocating.)
+// roomLocked reports whether the group may put one more task in the pool.
 func (g *Group[T]) roomLocked() bool {
 	lim := g.limit
 	if lim == 0 {
-		lim = g.b.Config().MaxWorkers
+		lim = g.b.cfg.Load().MaxWorkers
 	}
-	if lim < 0 || len(g.live) < lim {
-		return true
-	}
-	g.popLocked()
-	return len(g.live) < lim
+	return lim < 0 || g.inPool < lim
 }
 
-// popLocked forgets the oldest tasks while they have ended.
-func (g *Group[T]) popLocked() {
-	k := 0
-	for k < len(g.live) && g.endedLocked(g.live[k]) {
-		k++
+// oldestLocked returns the oldest task of the group in the pool; the group
+// is at its limit, so there is one.
+func (g *Group[T]) oldestLocked() *task[T] {
+	for ; g.ts[g.next].ended(); g.next++ {
 	}
-	if k > 0 { // in place, so that appending reuses the room
-		g.live = g.live[:copy(g.live, g.live[k:])]
-	}
-}
-
-// endedLocked reports whether task i's future has completed; a failure not
-// reported by the task itself (it was dropped from the queue, or called
-// runtime.Goexit) fails the group here.
-func (g *Group[T]) endedLocked(i int) bool {
-	_, err := g.fs[i].Result()
-	if err == future.ErrNotDone {
-		return false
-	}
-	if err != nil {
-		g.failLocked(i, err)
-	}
-	return true
-}
-
-// failLocked records task i's failure if it is the group's first.
-func (g *Group[T]) failLocked(i int, err error) {
-	if g.err == nil {
-		g.err = &future.TaskError{Index: i, Err: err}
-		g.stopping = true
-	}
-}
-
-// unlock releases g.mu and, after the group's first failure, stops the
-// group: it cancels the group's tasks still in the pool (the queued ones
-// leave the queue at once without running), then the context, with the
-// failure as its cause.
-func (g *Group[T]) unlock() {
-	if !g.stopping {
-		g.mu.Unlock()
-		return
-	}
-	g.stopping = false
-	err := g.err
-	var queued []*future.Future[T]
-	for _, i := range g.live {
-		if !g.startedLocked(i).Load() {
-			queued = append(queued, g.fs[i])
+	for _, t := range g.ts[g.next:] {
+		if t.inGroup {
+			return t
 		}
 	}
-	g.mu.Unlock()
-	// The queued tasks first: cancelling the context first would let the
-	// running tasks end and their workers start queued tasks meanwhile.
-	// The running ones end with the context, and see the failure as its
-	// cause (a task that starts meanwhile is cancelled, and sees
-	// context.Canceled).
-	for _, f := range queued {
-		f.Cancel()
-	}
-	g.cancel(err)
-}
-
-const startedChunk = 64
-
-// startedLocked returns task i's started flag.
-func (g *Group[T]) startedLocked(i int) *atomic.Bool {
-	for len(g.started) <= i/startedChunk {
-		g.started = append(g.started, make([]atomic.Bool, startedChunk))
-	}
-	return &g.started[i/startedChunk][i%startedChunk]
+	panic("pool: Group at its limit with no task in the pool")
 }
