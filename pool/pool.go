@@ -596,7 +596,10 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		}
 	}
 	b.storeSaturated()
-	sh := b.takeShedLocked()
+	var sh []*node
+	if b.shedNodes != nil {
+		sh = b.takeShedLocked()
+	}
 	b.mu.Unlock()
 	n.end()
 	if n.grp != nil {
@@ -621,7 +624,9 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 			b.invoke(next)
 		}
 		n.drop()
-		b.refusedAll(sh)
+		if sh != nil {
+			b.refusedAll(sh)
+		}
 	}()
 	n.j.settle() // runs the future's callbacks; n may be dropped from here on
 	settled = true
