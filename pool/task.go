@@ -51,15 +51,20 @@ type node struct {
 	gi         int
 	prev, next *node // in the line of waiting submitters, the queue or the running tasks
 	state      nodeState
-	refused    bool          // Close refused it while its submitter waited for room; set before ready closes
-	inGroup    bool          // in the pool, for its Group (guarded by the Group's mutex)
-	lent       bool          // a task started in this task's slot runs (see help)
-	queuedAt   int64         // from now(); set only while someone is subscribed
-	expiry     *time.Timer   // drops it from the queue after QueueTimeout
-	stop       func() bool   // stops the watch on the submitter's context while queued
-	ready      chan struct{} // closed once a waiting submitter's task is admitted or refused
-	lender     *node         // the task whose slot this one runs in, until it finishes (see help)
-	ended      chan struct{} // closed when a task started in a lender's slot has finished
+	refused    bool            // Close refused it while its submitter waited for room; set before ready closes
+	bumped     bool            // dropped for a newer submitter (MaxWaitingCalls); set before ready closes
+	byDeadline bool            // its queue deadline is its submitter's, less MinDeadlineSlack
+	reason     bulkhead.Reason // why the queue's rules dropped it, if they did
+	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
+	deadline   int64           // from now(): when byDeadline drops it from the queue
+	inGroup    bool            // in the pool, for its Group (guarded by the Group's mutex)
+	lent       bool            // a task started in this task's slot runs (see help)
+	queuedAt   int64           // from now(); set only while someone is subscribed
+	expiry     *time.Timer     // drops it from the queue after QueueTimeout
+	stop       func() bool     // stops the watch on the submitter's context while queued
+	ready      chan struct{}   // closed once a waiting submitter's task is admitted or refused
+	lender     *node           // the task whose slot this one runs in, until it finishes (see help)
+	ended      chan struct{}   // closed when a task started in a lender's slot has finished
 	// The node is the task's context: the submitter's (parent) until a
 	// Done is asked for, then a context.WithCancel of it (inner), made
 	// only then, so that a task that never looks at ctx.Done() costs one

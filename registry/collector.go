@@ -41,6 +41,7 @@ type collector struct {
 	pool     []metricDesc // Resilience4j's thread-pool gauges
 	keys     keyDescs
 	fixed    []bulkhead.Instance // without r: the bulkheads to read
+	reasons  *prometheus.Desc    // rejections_total{name,kind,reason}
 
 	wait, run *prometheus.HistogramVec
 	stopped   bool // unregistered (r.mu)
@@ -103,12 +104,17 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		m(g, "waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).", func(s bulkhead.Stats) float64 { return float64(s.Waiting) }),
 		m(g, "queue_depth", "Tasks waiting in the queue for a worker (pool).", func(s bulkhead.Stats) float64 { return float64(s.QueueDepth) }),
 		m(g, "queue_capacity", "The queue's capacity (pool); 0 for a semaphore.", func(s bulkhead.Stats) float64 { return float64(s.QueueCapacity) }),
+		m(g, "codel_overloaded", "1 while CoDel finds the line of waiters overloaded (its shortest wait above the target for an interval), else 0.", func(s bulkhead.Stats) float64 { return one(s.Overloaded) }),
+		m(g, "queue_lifo", "1 while the line of waiters serves the newest first (LIFO, or adaptive LIFO switched to it), else 0.", func(s bulkhead.Stats) float64 { return one(s.LIFO) }),
 		m(k, "calls_permitted_total", "Calls that got a permit or a worker and ran.", func(s bulkhead.Stats) float64 { return float64(s.Permitted) }),
 		m(k, "calls_rejected_total", "Calls refused because the bulkhead was full, at once or after waiting the maximum wait.", func(s bulkhead.Stats) float64 { return float64(s.Rejected) }),
 		m(k, "calls_cancelled_total", "Calls that gave up while waiting or queued: context ended, future cancelled or pool closed.", func(s bulkhead.Stats) float64 { return float64(s.Cancelled) }),
 		m(k, "calls_finished_total", "Permitted calls that completed, whatever their result.", func(s bulkhead.Stats) float64 { return float64(s.Finished) }),
 		m(k, "calls_failed_total", "Finished calls that returned an error or panicked.", func(s bulkhead.Stats) float64 { return float64(s.Failed) }),
 	}
+	c.reasons = prometheus.NewDesc(prefix+"rejections_total",
+		"Calls refused, by reason (full, timeout, waiters, deadline, codel, key, total, keys, priority, displaced); "+
+			"they add up to calls_rejected_total.", []string{"name", "kind", "reason"}, nil)
 	if opts.Resilience4jNames {
 		c.pool = []metricDesc{
 			m(g, "thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
@@ -212,6 +218,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		}
 	}
 	ch <- reloadsDesc
+	ch <- c.reasons
 	for _, d := range []*prometheus.Desc{c.keys.active, c.keys.idle, c.keys.evicted, c.keys.rejected} {
 		ch <- d
 	}
@@ -241,8 +248,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				ch <- constMetric(d, s, name, kind)
 			}
 		}
+		by := s.RejectedBy
 		if k, ok := b.(bulkhead.KeyedInstance); ok {
-			c.keys.collect(ch, k.KeyStats(), name, kind)
+			ks := k.KeyStats()
+			c.keys.collect(ch, ks, name, kind)
+			// A keyed bulkhead counts its reasons in KeyStats.
+			by[bulkhead.ReasonKey], by[bulkhead.ReasonTotal], by[bulkhead.ReasonKeys] = ks.RejectedKey, ks.RejectedTotal, ks.RejectedKeys
+		}
+		for _, r := range bulkhead.Reasons {
+			ch <- prometheus.MustNewConstMetric(c.reasons, prometheus.CounterValue, float64(by[r]), name, kind, r.String())
 		}
 	}
 	if c.r == nil {
@@ -344,4 +358,12 @@ func (e *entry) removeSink(c *collector) {
 		return
 	}
 	e.sinks.Store(&next)
+}
+
+// one is 1 for true and 0 for false.
+func one(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -27,14 +27,24 @@ type Config = config.Config
 
 // SemaphoreSpec configures a semaphore or a shared semaphore configuration:
 // BaseConfig, MaxConcurrentCalls, MaxWaitDuration, EventBufferSize (0 to
-// 10000, 100 if unset) and Adaptive (an adaptive.Config, inherited whole).
+// 10000, 100 if unset), Adaptive (an adaptive.Config, inherited whole) and
+// the [Line]'s fields.
 type SemaphoreSpec = config.SemaphoreSpec
 
 // PoolSpec configures a pool or a shared pool configuration: BaseConfig,
 // MaxWorkers (maxThreadPoolSize), CoreWorkers (no effect; above MaxWorkers
 // refused), QueueCapacity, QueueTimeout (maxWaitDuration), KeepAlive,
-// EventBufferSize and Adaptive.
+// EventBufferSize, Adaptive and the [Line]'s fields.
 type PoolSpec = config.PoolSpec
+
+// Line is the shedding rules of a bulkhead's line of waiters, inside
+// SemaphoreSpec and PoolSpec: semaphore.Config's and pool.Config's
+// MaxWaitingCalls, LIFOThreshold, MinDeadlineSlack, QueueOrder and CoDel
+// (YAML maxWaitingCalls, lifoThreshold, minDeadlineSlack, queueOrder
+// fifo|lifo|adaptiveLifo and codel: {targetDelay, interval}, this
+// library's extensions; docs/shedding.md). Each is inherited on its own,
+// CoDel as a whole.
+type Line = config.Line
 
 // ConfigError is one problem of a configuration: File, Line (0 for values
 // built in code), Path (a key path or a Go expression), Profile (of the

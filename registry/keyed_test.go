@@ -58,6 +58,21 @@ bulkhead_keyed_rejections_total{kind="semaphore",name="tenants",reason="total"} 
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "bulkhead_active_keys", "bulkhead_keyed_rejections_total"); err != nil {
 		t.Fatal(err)
 	}
+	// bulkhead_rejections_total has the same reasons, so that it adds up to
+	// calls_rejected_total for keyed bulkheads too.
+	got := map[string]float64{}
+	mfs0, _ := reg.Gather()
+	for _, mf := range mfs0 {
+		for _, m := range mf.GetMetric() {
+			if mf.GetName() != "bulkhead_rejections_total" || m.GetLabel()[1].GetValue() != "tenants" {
+				continue
+			}
+			got[m.GetLabel()[2].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	if got["key"] != 1 || got["total"] != 1 || got["keys"] != 1 || got["full"] != 0 || len(got) != len(bulkhead.Reasons) {
+		t.Fatalf("bulkhead_rejections_total for tenants: %v", got)
+	}
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/adaptive"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -45,6 +46,16 @@ type SemaphoreSpec struct {
 	// MaxConcurrentCallsPerKey makes the instance a keyed semaphore
 	// (semaphore.KeyedConfig.PerKey); MaxActiveKeys is its MaxActiveKeys.
 	MaxConcurrentCallsPerKey, MaxActiveKeys *int
+	Line                                    // the line's shedding rules
+}
+
+// Line is registry.Line: the shedding rules of a bulkhead's line of
+// waiters, the fields of semaphore.Config and pool.Config of the same names.
+type Line struct {
+	MaxWaitingCalls, LIFOThreshold *int
+	MinDeadlineSlack               *time.Duration
+	QueueOrder                     *bulkhead.QueueOrder
+	CoDel                          *bulkhead.CoDel // inherited whole
 }
 
 // PoolSpec is registry.PoolSpec; nil fields are unset.
@@ -57,6 +68,7 @@ type PoolSpec struct {
 	KeepAlive       *time.Duration   // keepAliveDuration
 	EventBufferSize *int             // as in SemaphoreSpec
 	Adaptive        *adaptive.Config // as in SemaphoreSpec
+	Line                             // as in SemaphoreSpec
 }
 
 func (s SemaphoreSpec) common() (string, *int, *adaptive.Config) {
@@ -117,6 +129,89 @@ var (
 func init() {
 	semaphoreKind.fields = withAdaptive(semaphoreKind.fields, func(s *SemaphoreSpec) **adaptive.Config { return &s.Adaptive })
 	poolKind.fields = withAdaptive(poolKind.fields, func(s *PoolSpec) **adaptive.Config { return &s.Adaptive })
+	semaphoreKind.fields = withLine(semaphoreKind.fields, func(s *SemaphoreSpec) *Line { return &s.Line }, func(c *semaphore.Config) configLine {
+		return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
+	})
+	poolKind.fields = withLine(poolKind.fields, func(s *PoolSpec) *Line { return &s.Line }, func(c *pool.Config) configLine {
+		return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
+	})
+}
+
+// configLine points at a bulkhead Config's fields of a Line.
+type configLine struct {
+	maxWaiting, threshold *int
+	slack                 *time.Duration
+	order                 *bulkhead.QueueOrder
+	codel                 **bulkhead.CoDel
+}
+
+// queueOrder reads fifo, lifo or adaptiveLifo, in any case.
+var queueOrder = parser[bulkhead.QueueOrder]{"fifo, lifo or adaptiveLifo", func(v *value) (bulkhead.QueueOrder, bool) {
+	s, ok := v.scalar("fifo, lifo or adaptiveLifo")
+	for o := bulkhead.FIFO; ok && o <= bulkhead.AdaptiveLIFO; o++ {
+		if strings.EqualFold(strings.ReplaceAll(s, "-", ""), o.String()) {
+			return o, true
+		}
+	}
+	if ok {
+		v.fail("must be fifo, lifo or adaptiveLifo, got %q", s)
+	}
+	return 0, false
+}}
+
+// withLine appends the line's keys (this library's extensions), in the Spec
+// field get returns, set in the Config fields to returns. Their validity
+// depends on other fields (a wait, a queue), so each is checked on its own
+// (own), and the instance's whole Config once it is resolved.
+func withLine[S, C any](fs []field[S, C], get func(*S) *Line, to func(*C) configLine) []field[S, C] {
+	negative := func(key string, n *int) error {
+		if n != nil && *n < 0 {
+			return fmt.Errorf("%s must be >= 0, got %d", key, *n)
+		}
+		return nil
+	}
+	in := func(s *S) *bulkhead.CoDel {
+		get(s).CoDel = cmp.Or(get(s).CoDel, &bulkhead.CoDel{})
+		return get(s).CoDel
+	}
+	codelKey := func(key string, f func(*bulkhead.CoDel) *time.Duration) field[S, C] {
+		return field[S, C]{key: "codel." + key, goName: "CoDel", want: duration.want, set: func(s *S, v *value) {
+			if x, ok := duration.parse(v); ok {
+				*f(in(s)) = x
+			}
+		}}
+	}
+	waiting := ptr("maxWaitingCalls", "MaxWaitingCalls", integer, func(s *S) **int { return &get(s).MaxWaitingCalls }, func(c *C) *int { return to(c).maxWaiting })
+	waiting.own = func(s S) error { return negative(waiting.key, get(&s).MaxWaitingCalls) }
+	slack := ptr("minDeadlineSlack", "MinDeadlineSlack", duration, func(s *S) **time.Duration { return &get(s).MinDeadlineSlack }, func(c *C) *time.Duration { return to(c).slack })
+	slack.own = func(s S) error {
+		if d := get(&s).MinDeadlineSlack; d != nil && *d < 0 {
+			return fmt.Errorf("minDeadlineSlack must be >= 0, got %v", *d)
+		}
+		return nil
+	}
+	order := ptr("queueOrder", "QueueOrder", queueOrder, func(s *S) **bulkhead.QueueOrder { return &get(s).QueueOrder }, func(c *C) *bulkhead.QueueOrder { return to(c).order })
+	order.own = func(S) error { return nil } // the parser admits only valid orders
+	threshold := ptr("lifoThreshold", "LIFOThreshold", integer, func(s *S) **int { return &get(s).LIFOThreshold }, func(c *C) *int { return to(c).threshold })
+	threshold.own = func(s S) error { return negative(threshold.key, get(&s).LIFOThreshold) }
+	codel := field[S, C]{key: "codel", goName: "CoDel", set: func(s *S, v *value) { in(s) },
+		inherit: func(s *S, b S) { get(s).CoDel = cmp.Or(get(s).CoDel, get(&b).CoDel) },
+		apply: func(s S, c *C) bool {
+			if cd := get(&s).CoDel; cd != nil {
+				x := *cd
+				*to(c).codel = &x
+			}
+			return get(&s).CoDel != nil
+		},
+		own: func(s S) error {
+			if cd := get(&s).CoDel; cd != nil {
+				return cd.Validate()
+			}
+			return nil
+		}}
+	return append(fs, waiting, slack, order, threshold, codel,
+		codelKey("targetDelay", func(c *bulkhead.CoDel) *time.Duration { return &c.Target }),
+		codelKey("interval", func(c *bulkhead.CoDel) *time.Duration { return &c.Interval }))
 }
 
 // withAdaptive appends the adaptive block's keys, in the Spec field get
@@ -157,6 +252,7 @@ type field[S, C any] struct {
 	set     func(s *S, v *value) // reads v into s; nil: accepted without effect, with anything below it
 	inherit func(s *S, base S)   // fills s's field from base if unset; nil: not inherited
 	apply   func(s S, c *C) bool // copies the field into c if set; nil: c has no such field
+	own     func(s S) error      // if set, checks the value alone; the whole Config is checked once resolved
 }
 
 // parser reads a value as T, reporting false (and an error on v) if it
@@ -435,6 +531,18 @@ func (k *kind[S, C]) build(s S) (C, Extra) {
 	return c, Extra{Buffer: *cmp.Or(buf, new(defaultBuffer)), Adaptive: ad}
 }
 
+// validWithout reports whether s's Config is valid without the fields
+// checked on their own (whose errors check reports).
+func (k *kind[S, C]) validWithout(s S) bool {
+	c := k.defaults()
+	for _, f := range k.fields {
+		if f.own == nil && f.apply != nil {
+			f.apply(s, &c)
+		}
+	}
+	return c.Validate() == nil
+}
+
 // instance resolves an instance's spec (listed or not) over its base.
 func (k *kind[S, C]) instance(res map[string]S, s S) S {
 	b, _, _ := s.common()
@@ -471,6 +579,17 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 		}
 		full := k.instance(res, s)
 		c, _ := k.build(full)
+		if err := c.Validate(); err != nil && k.validWithout(full) {
+			// The fields checked on their own are at fault together: point
+			// at the first of them the instance sets.
+			key := ""
+			for _, f := range k.fields {
+				if tmp := k.defaults(); key == "" && f.own != nil && f.apply != nil && f.apply(s, &tmp) {
+					key = f.key
+				}
+			}
+			l.add(loc.locate(k.name, false, name, key), "%s %q: %s", section(k.name, false), name, err)
+		}
 		final(full, c, l, loc, false, name)
 	}
 	return res
@@ -489,10 +608,16 @@ func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name strin
 	}
 	for _, f := range k.fields {
 		c := k.defaults()
-		if f.apply == nil || !f.apply(s, &c) {
+		var err error
+		switch {
+		case f.own != nil:
+			err = f.own(s)
+		case f.apply == nil || !f.apply(s, &c):
 			continue
+		default:
+			err = c.Validate()
 		}
-		if err := c.Validate(); err != nil {
+		if err != nil {
 			w := loc.locate(k.name, shared, name, f.key)
 			msg := err.Error()
 			if !strings.HasPrefix(normalize(msg), normalize(w.key)) {
