@@ -77,8 +77,8 @@ type entry struct {
 	// What the registry chose for the bulkhead: its config and controller,
 	// replaced under r.mu and applied with no lock held (see sync).
 	target atomic.Pointer[target]
-	// applies is closed by Remove: from then on nothing changes the bulkhead.
-	applies applies
+	// removed is set by Remove: from then on sync changes nothing.
+	removed atomic.Bool
 }
 
 // EntryEventType says what happened to a registry entry.
@@ -368,7 +368,6 @@ func compareEntries(a, b *entry) int {
 func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool) {
 	r.mu.Lock()
 	e, ok := r.entries[key{k, name}]
-	var running []*applyRun
 	if ok {
 		delete(r.entries, e.key)
 		e.stopListening()
@@ -377,7 +376,7 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 				s.deleteSeriesLocked(e)
 			}
 		}
-		running = e.applies.remove()
+		e.removed.Store(true)
 		e.control().detach()
 		r.enqueueLocked(EntryRemoved, e)
 	}
@@ -385,7 +384,11 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 	if !ok {
 		return nil, false
 	}
-	wait(e.b, running)
+	// One pass through the bulkhead's lock: an apply that found e not
+	// removed has landed, and every later one finds it removed. (The
+	// bulkhead's subscribers run after its unlock, so one of them may be
+	// calling Remove.)
+	_, _ = e.sync()
 	r.deliver()
 	return e.b, true
 }
