@@ -674,7 +674,9 @@ func TestRemoveAfterNestedReconfigure(t *testing.T) {
 	})
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- r.Reconfigure(mustLoad(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 2}\n")) }()
+	go func() {
+		done <- r.Reconfigure(mustLoad(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 2}\n"))
+	}()
 	select {
 	case err := <-done:
 		if err != nil || !removed.Load() {
