@@ -85,4 +85,3 @@ func TestInFlightMiscountHealsAtTheNextWindow(t *testing.T) {
 		})
 	}
 }
-
