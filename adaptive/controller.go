@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,12 +26,12 @@ type Controller struct {
 	alg    Algorithm
 	set    func(int) error
 	cancel func()
-	// limitOf reads the bulkhead's limit, for Detach (nil from New).
-	limitOf  func() int
-	detached atomic.Bool
-	// applying is, while a decision sets the limit, the limit before it
-	// (high 32 bits) and the new one (low), and 0 otherwise; see Detach.
-	applying atomic.Uint64
+	// From Attach (nil from New): detached, read by set under the
+	// bulkhead's lock; fence, which passes once through that lock; and
+	// inFlightOf, the bulkhead's exact count of calls running.
+	detached   *atomic.Bool
+	fence      func()
+	inFlightOf func() int
 
 	// The open window, updated lock-free by Observe. Times are nanoseconds
 	// since epoch by the monotonic clock (Time.Sub), which a step of the
@@ -91,25 +90,22 @@ type State struct {
 // Calls made with Acquire and Release report no run time and are not counted;
 // a semaphore Permit released with its error is.
 func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
+	detached := new(atomic.Bool)
 	var set func(int) error
-	var limitOf func() int
+	var fence func()
 	var subscribe func(func(bulkhead.Event)) func()
 	switch b := b.(type) {
 	case *semaphore.Bulkhead:
 		set = func(n int) error {
-			c := b.Config()
-			c.MaxConcurrentCalls = n
-			return b.Reconfigure(c)
+			return setIf(b.ReconfigureFunc, detached, func(c *semaphore.Config) { c.MaxConcurrentCalls = n })
 		}
-		limitOf = func() int { return b.Config().MaxConcurrentCalls }
+		fence = func() { _ = b.ReconfigureFunc(func(c semaphore.Config) (semaphore.Config, bool) { return c, false }) }
 		subscribe = b.Subscribe
 	case *pool.Bulkhead:
 		set = func(n int) error {
-			c := b.Config()
-			c.MaxWorkers = n
-			return b.Reconfigure(c)
+			return setIf(b.ReconfigureFunc, detached, func(c *pool.Config) { c.MaxWorkers = n })
 		}
-		limitOf = func() int { return b.Config().MaxWorkers }
+		fence = func() { _ = b.ReconfigureFunc(func(c pool.Config) (pool.Config, bool) { return c, false }) }
 		subscribe = b.Subscribe
 	default:
 		return nil, fmt.Errorf("adaptive: Attach needs a *semaphore.Bulkhead or a *pool.Bulkhead, got %T", b)
@@ -119,15 +115,37 @@ func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adaptive: bulkhead %q: %w", s.Name, err)
 	}
-	c.limitOf = limitOf
+	c.detached, c.fence = detached, fence
+	c.inFlightOf = func() int { return b.Stats().InFlight }
 	// The events count the calls that begin from now on, and the ends of
 	// all; Stats, read after subscribing, adds those running that began
-	// before. (Read before, it counted a call that ended in between as
-	// running for ever.)
+	// before. A call that begins or ends between the two reads is
+	// miscounted until the next window closes, which reads Stats again.
 	c.cancel = subscribe(c.Observe)
 	in := b.Stats().InFlight
 	c.inFlight.Add(int64(in) - c.inFlight.Load())
 	return c, nil
+}
+
+// errDetached is set's answer when Detach came first; nothing changed.
+var errDetached = errors.New("adaptive: detached")
+
+// setIf sets the limit with reconfigure (a bulkhead's ReconfigureFunc),
+// under the bulkhead's lock, unless detached is set by then.
+func setIf[C any](reconfigure func(func(C) (C, bool)) error, detached *atomic.Bool, limit func(*C)) error {
+	applied := false
+	err := reconfigure(func(c C) (C, bool) {
+		if detached.Load() {
+			return c, false
+		}
+		limit(&c)
+		applied = true
+		return c, true
+	})
+	if err == nil && !applied {
+		return errDetached
+	}
+	return err
 }
 
 // New returns a controller for a limiter of your own, whose limit is now
@@ -183,20 +201,11 @@ func (c *Controller) Detach() {
 	}
 	c.detached.Store(true)
 	c.cancel()
-	// A decision that found c attached may be in Reconfigure: wait until
-	// the limit has changed, not until Reconfigure returns, since the
-	// subscribers it calls may be calling Detach. That wait is the
-	// bulkhead's own critical section.
-	for {
-		a := c.applying.Load()
-		if a == 0 {
-			return
-		}
-		if l := c.limitOf(); l != int(a>>32) || l == int(uint32(a)) {
-			return
-		}
-		runtime.Gosched()
-	}
+	// A decision sets the limit under the bulkhead's lock, and only if
+	// detached is not set by then: once past that lock, every decision has
+	// landed or will find it set. (The bulkhead's subscribers run after its
+	// unlock, so one of them may be calling Detach.)
+	c.fence()
 }
 
 // State returns the controller's state. It does not block: a subscriber may
@@ -255,7 +264,7 @@ func (c *Controller) decide(t int64, now time.Time) {
 	}
 	n, sum := c.successes.Swap(0), c.sumRun.Swap(0)
 	drops, timeouts, rejected := c.drops.Swap(0), c.timeouts.Swap(0), c.rejected.Swap(0)
-	peak := c.maxInFlight.Swap(max(0, c.inFlight.Load()))
+	peak := c.maxInFlight.Swap(c.resetInFlight())
 	start := c.start
 	c.start = t
 	if end == math.MinInt64 {
@@ -291,14 +300,9 @@ func (c *Controller) decide(t int64, now time.Time) {
 	s.Windows++
 	c.limit = next
 	if int(next) != s.Limit {
-		if c.limitOf != nil {
-			c.applying.Store(uint64(c.limitOf())<<32 | uint64(int(next)))
-			defer c.applying.Store(0)
-		}
-		if c.detached.Load() {
+		if err := c.set(int(next)); errors.Is(err, errDetached) {
 			return // Detach returned, or is returning
-		}
-		if err := c.set(int(next)); err != nil {
+		} else if err != nil {
 			s.Error = err.Error()
 		} else {
 			s.Limit = int(next)
@@ -310,6 +314,25 @@ func (c *Controller) decide(t int64, now time.Time) {
 	// A window lasts at least two mean run times, so that most of its calls
 	// began under the limit it judges.
 	c.end.Store(t + max(int64(c.cfg.Window), 2*int64(w.MeanRun)))
+}
+
+// resetInFlight corrects the count of calls running at a window's close,
+// and returns it: to the bulkhead's own count after Attach, so that a call
+// miscounted while Attach subscribed costs one window at most, and to 0 if
+// it is below (New's limiter was running calls when it began). c.mu must
+// be held.
+func (c *Controller) resetInFlight() int64 {
+	if c.inFlightOf != nil {
+		n := int64(c.inFlightOf())
+		c.inFlight.Store(n)
+		return n
+	}
+	for n := c.inFlight.Load(); n < 0; n = c.inFlight.Load() {
+		if c.inFlight.CompareAndSwap(n, 0) {
+			return 0
+		}
+	}
+	return c.inFlight.Load()
 }
 
 // publish makes the state visible to State. c.mu must be held (or c not yet

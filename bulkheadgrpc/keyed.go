@@ -5,7 +5,6 @@ import (
 
 	"github.com/bulkhead-go/bulkhead/semaphore"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 )
 
 // KeyedUnaryServerInterceptor is [UnaryServerInterceptor] with a limit per
@@ -30,20 +29,7 @@ func KeyedUnaryServerInterceptor(k *semaphore.Keyed[string], key func(ctx contex
 			return handler(ctx, req)
 		}
 		p, err := k.AcquirePermit(ctx, kk)
-		if err != nil {
-			return nil, o.refusal(err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
-		}
-		released := false
-		defer func() {
-			if !released {
-				p.Release(errAborted)
-			}
-		}()
-		resp, err := handler(ctx, req)
-		outcome := o.classify(err)
-		released = true
-		p.Release(outcome)
-		return resp, err
+		return unary(ctx, o, p, err, req, handler)
 	}
 }
 
@@ -59,20 +45,7 @@ func KeyedStreamServerInterceptor(k *semaphore.Keyed[string], key func(ctx conte
 			return handler(srv, ss)
 		}
 		p, err := k.AcquirePermit(ss.Context(), kk)
-		if err != nil {
-			return o.refusal(err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
-		}
-		released := false
-		defer func() {
-			if !released {
-				p.Release(errAborted)
-			}
-		}()
-		err = handler(srv, ss)
-		outcome := o.classify(err)
-		released = true
-		p.Release(outcome)
-		return err
+		return stream(o, p, err, srv, ss, handler)
 	}
 }
 

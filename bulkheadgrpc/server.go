@@ -29,20 +29,7 @@ func UnaryServerInterceptor(sel Selector, opts ...Option) grpc.UnaryServerInterc
 			return handler(ctx, req)
 		}
 		p, err := b.AcquirePermit(ctx)
-		if err != nil {
-			return nil, o.refusal(err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
-		}
-		released := false
-		defer func() {
-			if !released {
-				p.Release(errAborted)
-			}
-		}()
-		resp, err := handler(ctx, req)
-		outcome := o.classify(err)
-		released = true
-		p.Release(outcome)
-		return resp, err
+		return unary(ctx, o, p, err, req, handler)
 	}
 }
 
@@ -59,19 +46,48 @@ func StreamServerInterceptor(sel Selector, opts ...Option) grpc.StreamServerInte
 			return handler(srv, ss)
 		}
 		p, err := b.AcquirePermit(ss.Context())
-		if err != nil {
-			return o.refusal(err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
-		}
-		released := false
-		defer func() {
-			if !released {
-				p.Release(errAborted)
-			}
-		}()
-		err = handler(srv, ss)
-		outcome := o.classify(err)
-		released = true
-		p.Release(outcome)
-		return err
+		return stream(o, p, err, srv, ss, handler)
 	}
+}
+
+// permit is what the interceptors hold: a semaphore's Permit or a keyed
+// one's.
+type permit interface{ Release(error) }
+
+// unary runs handler holding p, acquired with err: a refusal becomes o's
+// status (with its trailer), and p is released with the handler's
+// classified outcome, or errAborted if the handler panics or exits.
+func unary[P permit](ctx context.Context, o *options, p P, err error, req any, handler grpc.UnaryHandler) (any, error) {
+	if err != nil {
+		return nil, o.refusal(err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
+	}
+	released := false
+	defer func() {
+		if !released {
+			p.Release(errAborted)
+		}
+	}()
+	resp, err := handler(ctx, req)
+	outcome := o.classify(err)
+	released = true
+	p.Release(outcome)
+	return resp, err
+}
+
+// stream is unary for a stream's handler.
+func stream[P permit](o *options, p P, err error, srv any, ss grpc.ServerStream, handler grpc.StreamHandler) error {
+	if err != nil {
+		return o.refusal(err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
+	}
+	released := false
+	defer func() {
+		if !released {
+			p.Release(errAborted)
+		}
+	}()
+	err = handler(srv, ss)
+	outcome := o.classify(err)
+	released = true
+	p.Release(outcome)
+	return err
 }

@@ -406,3 +406,26 @@ func TestCompletedFutureDoesNotRetainTask(t *testing.T) {
 		t.Fatal(v, err)
 	}
 }
+
+// ReconfigureFunc hands f the configuration in force, applies what f
+// returns, changes nothing when f returns false, and after Close returns
+// bulkhead.ErrClosed without calling f.
+func TestReconfigureFunc(t *testing.T) {
+	b := newPool(t, pool.Config{MaxWorkers: 2, QueueCapacity: 1})
+	if err := b.ReconfigureFunc(func(c pool.Config) (pool.Config, bool) {
+		c.MaxWorkers++
+		return c, true
+	}); err != nil || b.Config() != (pool.Config{MaxWorkers: 3, QueueCapacity: 1}) {
+		t.Fatalf("err %v, config %+v; want MaxWorkers 3 and the rest kept", err, b.Config())
+	}
+	if err := b.ReconfigureFunc(func(pool.Config) (pool.Config, bool) { return pool.Config{MaxWorkers: 9}, false }); err != nil || b.Config().MaxWorkers != 3 {
+		t.Fatalf("f returned false: err %v, config %+v", err, b.Config())
+	}
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	if err := b.ReconfigureFunc(func(c pool.Config) (pool.Config, bool) { called = true; return c, true }); !errors.Is(err, bulkhead.ErrClosed) || called {
+		t.Fatalf("after Close: err %v, f called %v; want ErrClosed and no call", err, called)
+	}
+}

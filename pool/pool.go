@@ -765,28 +765,58 @@ func (b *Bulkhead) publishAt(typ bulkhead.EventType, at time.Time, err error, wa
 // MaxWorkers publishes [bulkhead.EventLimitChanged]. After Close it returns
 // [bulkhead.ErrClosed].
 func (b *Bulkhead) Reconfigure(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("pool %q: %w", b.name, err)
+	return b.ReconfigureFunc(func(Config) (Config, bool) { return cfg, true })
+}
+
+// ReconfigureFunc applies, as Reconfigure does, the configuration that f
+// returns given the one in force, or changes nothing if f returns false. f
+// runs under the Bulkhead's lock, so nothing changes the configuration
+// between its read and the change; it must not call the Bulkhead.
+func (b *Bulkhead) ReconfigureFunc(f func(Config) (Config, bool)) error {
+	old, start, shed, limit, err := b.reconfigureLocked(f)
+	if old != nil {
+		old.Release() // does not wait: its busy workers exit once their tasks are done
 	}
+	for _, n := range start {
+		b.invoke(n)
+	}
+	b.refusedAll(shed)
+	if limit > 0 && b.hub.Active() {
+		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: bulkhead.EventLimitChanged,
+			Time: clock.Now(), Limit: limit})
+	}
+	return err
+}
+
+// reconfigureLocked applies f's configuration under b.mu. It returns the
+// ants pool replaced, the tasks to start, the tasks its rules refused and
+// the new MaxWorkers if that changed.
+func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old *ants.PoolWithFunc, start, shed []*node, limit int, err error) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed.Load() {
-		b.mu.Unlock()
-		return bulkhead.ErrClosed
+		return nil, nil, nil, 0, bulkhead.ErrClosed
 	}
-	var old *ants.PoolWithFunc
+	cfg, ok := f(b.Config())
+	if !ok {
+		return nil, nil, nil, 0, nil
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, nil, 0, fmt.Errorf("pool %q: %w", b.name, err)
+	}
 	if cfg.keepAlive() != b.cfg.Load().keepAlive() {
 		// ants cannot change a pool's expiry: start a new pool and let the
 		// old one's workers finish what they run, then exit.
 		p, err := b.newAnts(cfg)
 		if err != nil {
-			b.mu.Unlock()
-			return fmt.Errorf("pool %q: %w", b.name, err)
+			return nil, nil, nil, 0, fmt.Errorf("pool %q: %w", b.name, err)
 		}
 		old = b.ants.Swap(p)
 	}
-	changed := cfg.MaxWorkers != b.cfg.Load().MaxWorkers
+	if cfg.MaxWorkers != b.cfg.Load().MaxWorkers {
+		limit = cfg.MaxWorkers
+	}
 	b.apply(cfg)
-	var start []*node
 	for b.free() {
 		n := b.popLocked()
 		if n == nil {
@@ -796,20 +826,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		start = append(start, n)
 	}
 	b.refillLocked()
-	sh := b.takeShedLocked()
-	b.mu.Unlock()
-	if old != nil {
-		old.Release() // does not wait: its busy workers exit once their tasks are done
-	}
-	for _, n := range start {
-		b.invoke(n)
-	}
-	b.refusedAll(sh)
-	if changed && b.hub.Active() {
-		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: bulkhead.EventLimitChanged,
-			Time: clock.Now(), Limit: cfg.MaxWorkers})
-	}
-	return nil
+	return old, start, b.takeShedLocked(), limit, nil
 }
 
 // Stats returns a snapshot of the Bulkhead's state and counters, all but

@@ -1,12 +1,11 @@
 package registry
 
 import (
-	"runtime"
-	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/bulkhead-go/bulkhead/adaptive"
+	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 // target is what the registry wants an entry's bulkhead to be: its
@@ -71,81 +70,39 @@ func (e *entry) setLimit(ctl *control, n int) error {
 
 // sync gives e's bulkhead the configuration the registry chose for it, with
 // the limit of the controller that owns it, and reports whether that changed
-// anything. It holds no lock (the bulkhead's subscribers run here). The
-// registry's Reconfigure and the controller may call it at once: each reads
-// what is wanted, applies it, and tries again if either changed meanwhile,
-// so that the bulkhead ends with the latest of both. Once Remove returned
-// it changes nothing (see applies).
+// anything. It holds no registry lock (the bulkhead's subscribers run here).
+// What is wanted is read under the bulkhead's own lock, so that, whoever
+// of the registry's Reconfigure and the controller calls it, the last to
+// apply gives the bulkhead the latest of both; once Remove set removed, it
+// changes nothing (see Registry.Remove).
 func (e *entry) sync() (changed bool, err error) {
-	for {
+	switch b := e.b.(type) {
+	case conditional[semaphore.Config]:
+		return syncIf(b, e, func(sp spec) semaphore.Config { return sp.sem })
+	case conditional[pool.Config]:
+		return syncIf(b, e, func(sp spec) pool.Config { return sp.pool })
+	case conditional[semaphore.KeyedConfig]:
+		return syncIf(b, e, func(sp spec) semaphore.KeyedConfig { return *sp.keyed })
+	}
+	return false, nil
+}
+
+// conditional is a bulkhead as sync uses it (tests wrap one to hold it).
+type conditional[C comparable] interface {
+	ReconfigureFunc(func(C) (C, bool)) error
+}
+
+func syncIf[C comparable](b conditional[C], e *entry, of func(spec) C) (changed bool, err error) {
+	err = b.ReconfigureFunc(func(cur C) (C, bool) {
+		if e.removed.Load() {
+			return cur, false
+		}
 		t := e.target.Load()
-		limit := t.limit()
-		a := e.applies.begin(t.cfg.withLimit(limit))
-		if a == nil {
-			return changed, nil // the caller of Remove owns it now
-		}
-		var c bool
-		c, err = syncBulkhead(e.b, t.cfg, limit)
-		a.done.Store(true)
-		e.applies.end(a)
-		changed = changed || c
-		if e.target.Load() == t && t.limit() == limit {
-			return changed, err
-		}
-	}
-}
-
-// applies keeps sync's applies from landing after Remove returned: an
-// apply registers before it reads the bulkhead's configuration, unless
-// Remove came first, and Remove waits for those registered (see wait).
-type applies struct {
-	mu      sync.Mutex
-	removed bool
-	running []*applyRun
-}
-
-// applyRun is one call of the bulkhead's Reconfigure by sync.
-type applyRun struct {
-	want spec // the configuration it gives the bulkhead
-	done atomic.Bool
-}
-
-// begin registers an apply of want, or returns nil after remove.
-func (as *applies) begin(want spec) *applyRun {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	if as.removed {
-		return nil
-	}
-	a := &applyRun{want: want}
-	as.running = append(as.running, a)
-	return a
-}
-
-func (as *applies) end(a *applyRun) {
-	as.mu.Lock()
-	as.running = slices.DeleteFunc(as.running, func(x *applyRun) bool { return x == a })
-	as.mu.Unlock()
-}
-
-// remove makes every later begin fail and returns the applies running.
-func (as *applies) remove() []*applyRun {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	as.removed = true
-	return slices.Clone(as.running)
-}
-
-// wait returns once each of running has either given b its configuration
-// or returned. It does not wait for the rest of Reconfigure, whose
-// subscribers may be calling Remove; the wait is the bulkhead's own
-// critical section.
-func wait(b handle, running []*applyRun) {
-	for _, a := range running {
-		for !a.done.Load() && !holds(b, a.want) {
-			runtime.Gosched()
-		}
-	}
+		want := of(t.cfg.withLimit(t.limit()))
+		changed = want != cur
+		return want, changed
+	})
+	return changed && err == nil, err
 }
 
 // limit is the limit t's controller chose last, 0 without one.

@@ -535,36 +535,89 @@ func TestAdaptiveLateDecisionAfterRemove(t *testing.T) {
 	}
 }
 
-// gated is a semaphore bulkhead whose first Reconfigure waits for proceed
-// (entered is closed once it waits), and which closes polled when Config
-// is called while that Reconfigure waits.
-type gated struct {
+// held is a semaphore bulkhead whose first ReconfigureFunc waits for
+// proceed (entered is closed once it waits): before taking the bulkhead's
+// lock, or with inside, holding it. polled is closed when the second call
+// begins.
+type held struct {
 	*semaphore.Bulkhead
+	inside                   bool
 	entered, proceed, polled chan struct{}
-	waiting                  atomic.Bool
-	once, pollOnce           sync.Once
+	n                        atomic.Int32
 }
 
-func (g *gated) Reconfigure(c semaphore.Config) error {
-	g.once.Do(func() {
-		g.waiting.Store(true)
-		close(g.entered)
-		<-g.proceed
-		g.waiting.Store(false)
-	})
-	return g.Bulkhead.Reconfigure(c)
+func newHeld(b *semaphore.Bulkhead, inside bool) *held {
+	return &held{Bulkhead: b, inside: inside, entered: make(chan struct{}), proceed: make(chan struct{}), polled: make(chan struct{})}
 }
 
-func (g *gated) Config() semaphore.Config {
-	if g.waiting.Load() {
-		g.pollOnce.Do(func() { close(g.polled) })
+func (h *held) ReconfigureFunc(f func(semaphore.Config) (semaphore.Config, bool)) error {
+	switch h.n.Add(1) {
+	case 1:
+		pause := func() { close(h.entered); <-h.proceed }
+		if !h.inside {
+			pause()
+			return h.Bulkhead.ReconfigureFunc(f)
+		}
+		return h.Bulkhead.ReconfigureFunc(func(c semaphore.Config) (semaphore.Config, bool) { pause(); return f(c) })
+	case 2:
+		close(h.polled)
 	}
-	return g.Bulkhead.Config()
+	return h.Bulkhead.ReconfigureFunc(f)
 }
 
-// A controller decision that passed sync's check and is inside the
-// bulkhead's Reconfigure when Remove is called does not land after Remove
-// returned: Remove waits for it, and the owner's 77 stays.
+// hold puts h in place of the bulkhead of r's semaphore "a" and returns
+// that entry.
+func hold(r *Registry, h *held) *entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entries[key{bulkhead.Semaphore, "a"}]
+	e.b = h
+	return e
+}
+
+// A controller decision on its way into the bulkhead's Reconfigure when a
+// reload lands the very configuration it wants (the registry's Reconfigure
+// syncs every entry, so a reload that leaves "a" unchanged does): Remove,
+// called then, returns, and the decision does not land after it over the
+// new owner's 77.
+func TestAdaptiveDecisionAfterSameReloadAndRemove(t *testing.T) {
+	c := mustLoad(t, dropYAML)
+	r, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	a, _ := r.Semaphore("a")
+	h := newHeld(a, false)
+	e := hold(r, h)
+	decided := make(chan error, 1)
+	go func() { decided <- e.setLimit(e.control(), 3) }()
+	<-h.entered
+	if err := r.Reconfigure(c); err != nil { // a reload that does not change "a"
+		t.Fatal(err)
+	}
+	if got := a.Config().MaxConcurrentCalls; got != 3 {
+		t.Fatalf("the reload applied %d, want the controller's 3", got)
+	}
+	if _, ok := r.Remove(bulkhead.Semaphore, "a"); !ok {
+		t.Fatal("Remove found nothing")
+	}
+	if err := a.Reconfigure(semaphore.Config{MaxConcurrentCalls: 77}); err != nil { // the new owner's choice
+		t.Fatal(err)
+	}
+	close(h.proceed)
+	if err := <-decided; err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Config().MaxConcurrentCalls; got != 77 {
+		t.Fatalf("a decision under way set the limit to %d after Remove returned, over the owner's 77", got)
+	}
+}
+
+// A controller decision inside the bulkhead's Reconfigure (holding its lock)
+// when Remove is called: Remove passes once through that lock, so the
+// decision either lands before Remove returns or not at all, and the owner's
+// 77 stays.
 func TestAdaptiveDecisionInReconfigureDuringRemove(t *testing.T) {
 	r, err := New(mustLoad(t, dropYAML))
 	if err != nil {
@@ -572,16 +625,11 @@ func TestAdaptiveDecisionInReconfigureDuringRemove(t *testing.T) {
 	}
 	defer r.Close(context.Background())
 	a, _ := r.Semaphore("a")
-	g := &gated{Bulkhead: a, entered: make(chan struct{}), proceed: make(chan struct{}), polled: make(chan struct{})}
-	r.mu.Lock()
-	e := r.entries[key{bulkhead.Semaphore, "a"}]
-	e.b = g
-	r.mu.Unlock()
-	ctl := e.control()
-
+	h := newHeld(a, true)
+	e := hold(r, h)
 	decided := make(chan error, 1)
-	go func() { decided <- e.setLimit(ctl, 3) }() // the decision
-	<-g.entered
+	go func() { decided <- e.setLimit(e.control(), 3) }()
+	<-h.entered
 	removed := make(chan error, 1)
 	go func() {
 		if _, ok := r.Remove(bulkhead.Semaphore, "a"); !ok {
@@ -590,25 +638,55 @@ func TestAdaptiveDecisionInReconfigureDuringRemove(t *testing.T) {
 		}
 		removed <- a.Reconfigure(semaphore.Config{MaxConcurrentCalls: 77}) // the new owner's choice
 	}()
-	var err2 error
-	returned := false
-	select {
-	case err2 = <-removed: // Remove returned while the decision was still to land
-		returned = true
-	case <-g.polled: // Remove waits for the decision to land
-	}
-	close(g.proceed)
+	<-h.polled // Remove is at the bulkhead's lock
+	close(h.proceed)
 	if err := <-decided; err != nil {
 		t.Fatal(err)
 	}
-	if !returned {
-		err2 = <-removed
-	}
-	if err2 != nil {
-		t.Fatal(err2)
+	if err := <-removed; err != nil {
+		t.Fatal(err)
 	}
 	if got := a.Config().MaxConcurrentCalls; got != 77 {
 		t.Fatalf("a decision under way during Remove set the limit to %d after it, over the owner's 77", got)
+	}
+}
+
+// A subscriber of the limit change of Reconfigure's apply, on that apply's
+// goroutine, reconfigures again and then removes the bulkhead: Remove
+// returns (it waits for no other apply) and the inner configuration stays.
+func TestRemoveAfterNestedReconfigure(t *testing.T) {
+	r, err := New(mustLoad(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	a, _ := r.Semaphore("a")
+	third := mustLoad(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 3}\n")
+	var removed atomic.Bool
+	cancel := r.Subscribe(func(e bulkhead.Event) {
+		if e.Type == bulkhead.EventLimitChanged && e.Limit == 2 {
+			if err := r.Reconfigure(third); err != nil {
+				t.Error(err)
+			}
+			_, ok := r.Remove(bulkhead.Semaphore, "a")
+			removed.Store(ok)
+		}
+	})
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Reconfigure(mustLoad(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 2}\n"))
+	}()
+	select {
+	case err := <-done:
+		if err != nil || !removed.Load() {
+			t.Fatalf("Reconfigure: %v; removed by the subscriber: %v", err, removed.Load())
+		}
+	case <-time.After(guard):
+		t.Fatal("Remove after a nested Reconfigure, from the outer apply's subscriber, did not return")
+	}
+	if got := a.Config().MaxConcurrentCalls; got != 3 {
+		t.Fatalf("limit %d, want the nested Reconfigure's 3", got)
 	}
 }
 

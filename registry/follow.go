@@ -35,7 +35,8 @@ type reloads struct {
 // instance the running one lists and the registry holds, is refused: the
 // running configuration stays. Each outcome is counted once per content
 // (bulkhead_config_reloads_total{result="applied"|"refused"}), and the
-// status page shows the last applied time and the last error.
+// status page shows the last applied time and the last error, which the
+// running content's return clears.
 func (r *Registry) Follow(ctx context.Context, path string, every time.Duration) error {
 	if ctx == nil {
 		panic("registry: Follow called with a nil Context")
@@ -43,7 +44,7 @@ func (r *Registry) Follow(ctx context.Context, path string, every time.Duration)
 	if every <= 0 {
 		return fmt.Errorf("registry: Follow: every must be > 0, got %v", every)
 	}
-	cfg, last, err := config.LoadFile(path, os.LookupEnv)
+	cfg, running, err := config.LoadFile(path, os.LookupEnv)
 	if err == nil {
 		err = r.reconfigure(cfg, true)
 	}
@@ -51,7 +52,10 @@ func (r *Registry) Follow(ctx context.Context, path string, every time.Duration)
 		return err
 	}
 	r.noteReload(path, nil)
-	lastErr := ""
+	// What the last refusal refused: the content, or (when nothing could
+	// be read) the error's message.
+	var refused []config.Source
+	refusedMsg := ""
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -61,24 +65,36 @@ func (r *Registry) Follow(ctx context.Context, path string, every time.Duration)
 		case <-t.C:
 		}
 		cfg, srcs, err := config.LoadFile(path, os.LookupEnv)
-		if err == nil {
-			if slices.EqualFunc(srcs, last, func(a, b config.Source) bool { return a.Name == b.Name && bytes.Equal(a.Data, b.Data) }) {
-				continue
+		switch {
+		case srcs != nil && sameSources(srcs, running):
+			if refused != nil || refusedMsg != "" { // the running content is back
+				r.clearReloadError()
+				refused, refusedMsg = nil, ""
 			}
+			continue
+		case srcs != nil && sameSources(srcs, refused),
+			srcs == nil && err != nil && err.Error() == refusedMsg:
+			continue // counted already
+		}
+		if err == nil {
 			err = r.reconfigure(cfg, true)
 		}
-		msg := ""
-		if err != nil {
-			if msg = err.Error(); msg == lastErr {
-				continue // reported already
-			}
-		}
 		r.noteReload(path, err)
-		last, lastErr = srcs, msg
-		if err != nil {
-			last = nil // the next readable content is tried, even the old one
+		switch {
+		case err == nil:
+			running, refused, refusedMsg = srcs, nil, ""
+		case srcs != nil:
+			refused, refusedMsg = srcs, ""
+		default:
+			refused, refusedMsg = nil, err.Error()
 		}
 	}
+}
+
+// sameSources reports whether a and b are the same files with the same
+// content.
+func sameSources(a, b []config.Source) bool {
+	return b != nil && slices.EqualFunc(a, b, func(x, y config.Source) bool { return x.Name == y.Name && bytes.Equal(x.Data, y.Data) })
 }
 
 func (r *Registry) noteReload(path string, err error) {
@@ -96,6 +112,14 @@ func (r *Registry) noteReload(path string, err error) {
 	}
 	st.Applied++
 	st.LastApplied = time.Now()
+}
+
+// clearReloadError removes the last error from the status: the running
+// content is back after a refusal.
+func (r *Registry) clearReloadError() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reloads.LastError, r.reloads.LastErrorAt = "", time.Time{}
 }
 
 // reloadStatus returns a copy of what Follow did, or nil if it never ran.

@@ -234,3 +234,72 @@ func TestFollowFirstReadFails(t *testing.T) {
 		t.Error("a Follow that never started left a status")
 	}
 }
+
+// One unchanged refused content is counted once however many intervals it
+// stays, even when it drops several instances in use, and the error names
+// all of them, sorted, the same each time.
+func TestFollowRefusedContentCountedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "application.yml")
+		names := []string{"h", "g", "f", "e", "d", "c", "b", "a"}
+		yml := "resilience4j.bulkhead.instances:\n"
+		for _, n := range names {
+			yml += "  " + n + ": {maxConcurrentCalls: 2}\n"
+		}
+		write(t, path, yml)
+		r, tick, stop := following(t, path)
+		for _, n := range names {
+			if _, err := r.Semaphore(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(t, path, "resilience4j.bulkhead.instances.other: {}\n")
+		for range 30 {
+			tick()
+		}
+		if got := reloadCount(t, r, "refused"); got != 1 {
+			t.Errorf("one unchanged refused content counted %v times in 30 intervals", got)
+		}
+		want := `no longer lists semaphore instance "a", semaphore instance "b", semaphore instance "c", semaphore instance "d", ` +
+			`semaphore instance "e", semaphore instance "f", semaphore instance "g", semaphore instance "h", which are in use`
+		if st := r.reloadStatus(); !strings.Contains(st.LastError, want) {
+			t.Errorf("last error %q, want it to contain %q", st.LastError, want)
+		}
+		_ = stop()
+	})
+}
+
+// After a refusal, the running content coming back is not another
+// "applied" (nothing changed): it only clears the last error.
+func TestFollowRestoringTheRunningContent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "application.yml")
+		write(t, path, limits(2))
+		r, tick, stop := following(t, path)
+		before := r.reloadStatus()
+		for _, bad := range []string{"resilience4j:\n\tbulkhead: {}\n", ""} { // broken, then missing
+			if bad == "" {
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				write(t, path, bad)
+			}
+			tick()
+			if st := r.reloadStatus(); st.LastError == "" {
+				t.Fatalf("%q was not refused", bad)
+			}
+			write(t, path, limits(2)) // the running content again
+			tick()
+			tick()
+			st := r.reloadStatus()
+			if st.Applied != before.Applied || !st.LastApplied.Equal(before.LastApplied) || st.LastError != "" || !st.LastErrorAt.IsZero() {
+				t.Errorf("after restoring the running content: %+v, want applied %d at %v and no error", st, before.Applied, before.LastApplied)
+			}
+		}
+		if got := reloadCount(t, r, "refused"); got != 2 {
+			t.Errorf("refused %v, want 2", got)
+		}
+		_ = stop()
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -77,8 +78,8 @@ type entry struct {
 	// What the registry chose for the bulkhead: its config and controller,
 	// replaced under r.mu and applied with no lock held (see sync).
 	target atomic.Pointer[target]
-	// applies is closed by Remove: from then on nothing changes the bulkhead.
-	applies applies
+	// removed is set by Remove: from then on sync changes nothing.
+	removed atomic.Bool
 }
 
 // EntryEventType says what happened to a registry entry.
@@ -368,7 +369,6 @@ func compareEntries(a, b *entry) int {
 func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool) {
 	r.mu.Lock()
 	e, ok := r.entries[key{k, name}]
-	var running []*applyRun
 	if ok {
 		delete(r.entries, e.key)
 		e.stopListening()
@@ -377,7 +377,7 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 				s.deleteSeriesLocked(e)
 			}
 		}
-		running = e.applies.remove()
+		e.removed.Store(true)
 		e.control().detach()
 		r.enqueueLocked(EntryRemoved, e)
 	}
@@ -385,7 +385,11 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 	if !ok {
 		return nil, false
 	}
-	wait(e.b, running)
+	// One pass through the bulkhead's lock: an apply that found e not
+	// removed has landed, and every later one finds it removed. (The
+	// bulkhead's subscribers run after its unlock, so one of them may be
+	// calling Remove.)
+	_, _ = e.sync()
 	r.deliver()
 	return e.b, true
 }
@@ -417,14 +421,31 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 		r.mu.Unlock()
 		return fmt.Errorf("registry: reconfigure: %w", bulkhead.ErrClosed)
 	}
-	plan := make([]change, 0, len(r.entries))
+	es := make([]*entry, 0, len(r.entries))
 	for _, e := range r.entries {
-		if _, was := specOf(r.res, e.key); keep && was {
-			if _, still := specOf(res, e.key); !still {
-				r.mu.Unlock()
-				return fmt.Errorf("registry: the new configuration no longer lists %s instance %q, which is in use; the running configuration stays (Remove it first)", e.kind, e.name)
+		es = append(es, e)
+	}
+	slices.SortFunc(es, compareEntries)
+	if keep {
+		var dropped []string
+		for _, e := range es {
+			_, was := specOf(r.res, e.key)
+			if _, still := specOf(res, e.key); was && !still {
+				dropped = append(dropped, fmt.Sprintf("%s instance %q", e.kind, e.name))
 			}
 		}
+		if len(dropped) > 0 {
+			r.mu.Unlock()
+			which := "which is"
+			if len(dropped) > 1 {
+				which = "which are"
+			}
+			return fmt.Errorf("registry: the new configuration no longer lists %s, %s in use; the running configuration stays (Remove it first)",
+				strings.Join(dropped, ", "), which)
+		}
+	}
+	plan := make([]change, 0, len(es))
+	for _, e := range es {
 		sp, _ := specOf(res, e.key)
 		if _, isKeyed := e.b.(*semaphore.Keyed[string]); isKeyed != (sp.keyed != nil) && e.kind == bulkhead.Semaphore {
 			r.mu.Unlock()
@@ -446,7 +467,6 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 		}
 		plan = append(plan, change{e, sp, ctl})
 	}
-	slices.SortFunc(plan, func(a, b change) int { return compareEntries(a.e, b.e) })
 	created, err := r.createListed(res)
 	if err != nil {
 		r.mu.Unlock()

@@ -272,3 +272,32 @@ func TestWaitersTimeOutAfterTheWatchersLeave(t *testing.T) {
 		semtest.AtRest(t, b, 1, n-2, 2, 0)
 	})
 }
+
+// ReconfigureFunc hands f the configuration in force, applies what f
+// returns (publishing the new limit), changes and publishes nothing when f
+// returns false, and refuses an invalid result naming the field.
+func TestReconfigureFunc(t *testing.T) {
+	b := mustNew(t, 2, 0)
+	var got []int
+	b.Subscribe(func(e bulkhead.Event) { got = append(got, e.Limit) })
+	var seen semaphore.Config
+	if err := b.ReconfigureFunc(func(c semaphore.Config) (semaphore.Config, bool) {
+		seen = c
+		c.MaxConcurrentCalls = 5
+		return c, true
+	}); err != nil || seen.MaxConcurrentCalls != 2 || b.Config().MaxConcurrentCalls != 5 {
+		t.Fatalf("err %v, f saw %+v, now %+v; want 2 seen and 5 applied", err, seen, b.Config())
+	}
+	if err := b.ReconfigureFunc(func(c semaphore.Config) (semaphore.Config, bool) {
+		return semaphore.Config{MaxConcurrentCalls: 9}, false
+	}); err != nil || b.Config().MaxConcurrentCalls != 5 {
+		t.Fatalf("f returned false: err %v, limit %d, want nil and 5", err, b.Config().MaxConcurrentCalls)
+	}
+	err := b.ReconfigureFunc(func(c semaphore.Config) (semaphore.Config, bool) { c.MaxConcurrentCalls = -1; return c, true })
+	if err == nil || !strings.Contains(err.Error(), "maxConcurrentCalls must be >= 1, got -1") || b.Config().MaxConcurrentCalls != 5 {
+		t.Fatalf("invalid result: err %v, limit %d", err, b.Config().MaxConcurrentCalls)
+	}
+	if len(got) != 1 || got[0] != 5 {
+		t.Fatalf("limit events %v, want [5]", got)
+	}
+}

@@ -677,12 +677,37 @@ func (k *Keyed[K]) publish(t bulkhead.EventType, start time.Time, err error) tim
 // waiting keeps the MaxWaitDuration it started with. A new total is
 // published as [bulkhead.EventLimitChanged].
 func (k *Keyed[K]) Reconfigure(cfg KeyedConfig) error {
+	return k.ReconfigureFunc(func(KeyedConfig) (KeyedConfig, bool) { return cfg, true })
+}
+
+// ReconfigureFunc applies, as Reconfigure does, the configuration that f
+// returns given the one in force, or changes nothing if f returns false. f
+// runs under the Keyed bulkhead's lock, so nothing changes the
+// configuration between its read and the change; it must not call k.
+func (k *Keyed[K]) ReconfigureFunc(f func(KeyedConfig) (KeyedConfig, bool)) error {
+	old, limit, err := k.reconfigureLocked(f)
+	if err == nil && old != limit && k.hub.Active() {
+		k.hub.Publish(bulkhead.Event{Name: k.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventLimitChanged,
+			Time: clock.Now(), Limit: limit})
+	}
+	return err
+}
+
+// reconfigureLocked applies f's configuration under k.mu and returns the
+// totals before and after.
+func (k *Keyed[K]) reconfigureLocked(f func(KeyedConfig) (KeyedConfig, bool)) (old, limit int, err error) {
+	k.mu.Lock()
+	cur := k.settingsLocked().cfg // which unlocks before it panics
+	defer k.mu.Unlock()
+	cfg, ok := f(cur)
+	if !ok {
+		return 0, 0, nil
+	}
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("semaphore %q: %w", k.name, err)
+		return 0, 0, fmt.Errorf("semaphore %q: %w", k.name, err)
 	}
 	st := k.settingsFor(cfg)
-	k.mu.Lock()
-	old := k.settingsLocked().cfg.MaxConcurrentCalls
+	old = k.set.cfg.MaxConcurrentCalls
 	k.set = st
 	for _, e := range k.keys {
 		if e.keyLine.head != nil {
@@ -690,12 +715,7 @@ func (k *Keyed[K]) Reconfigure(cfg KeyedConfig) error {
 		}
 	}
 	k.grantTotalLocked(st)
-	k.mu.Unlock()
-	if old != cfg.MaxConcurrentCalls && k.hub.Active() {
-		k.hub.Publish(bulkhead.Event{Name: k.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventLimitChanged,
-			Time: clock.Now(), Limit: cfg.MaxConcurrentCalls})
-	}
-	return nil
+	return old, cfg.MaxConcurrentCalls, nil
 }
 
 // Stats returns a snapshot of the totals over all keys. MaxConcurrentCalls

@@ -383,7 +383,11 @@ func TestKeyedRejectionReasons(t *testing.T) {
 	if got := err.Error(); got != `bulkhead "tenants" (semaphore) is full (maxConcurrentCalls 2) in total` {
 		t.Fatalf("error text %q", got)
 	}
-	wantKey(t, k, "C", 0, 0) // the refused key left no entry
+	// The refused key is not active: its entry went to the idle cache for
+	// reuse (refused at once, it holds and waits for nothing).
+	if ks := k.KeyStats(); ks.ActiveKeys != 2 || ks.IdleKeys != 1 || ks.Evicted != 0 {
+		t.Fatalf("after refusing C: key stats %+v, want A and B active and C's entry idle", ks)
+	}
 	a.Release(nil)
 	b.Release(nil)
 	ks := k.KeyStats()
@@ -636,8 +640,9 @@ func TestKeyedPanickingSubscriber(t *testing.T) {
 	}
 }
 
-// A key's calls after its first allocate nothing, a new key reuses a spare
-// entry, and the map of keys shrinks back after a flood of keys.
+// A key's calls after its first allocate nothing, and a new key reuses a
+// spare entry. (That the map of keys shrinks back after a flood is tested
+// in keyed_internal_test.go.)
 func TestKeyedAllocations(t *testing.T) {
 	k := mustKeyed(t, 4, 100, 0)
 	fn := func(context.Context) error { return nil }

@@ -528,15 +528,39 @@ func (b *Bulkhead) abort(start time.Time, r any) {
 // already waiting keeps the deadline it started with. A new limit is
 // published as [bulkhead.EventLimitChanged].
 func (b *Bulkhead) Reconfigure(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("semaphore %q: %w", b.name, err)
+	return b.ReconfigureFunc(func(Config) (Config, bool) { return cfg, true })
+}
+
+// ReconfigureFunc applies, as Reconfigure does, the configuration that f
+// returns given the one in force, or changes nothing if f returns false. f
+// runs under the Bulkhead's lock, so nothing changes the configuration
+// between its read and the change; it must not call the Bulkhead.
+func (b *Bulkhead) ReconfigureFunc(f func(Config) (Config, bool)) error {
+	old, limit, err := b.reconfigureLocked(f)
+	if err == nil && old != limit && b.hub.Active() {
+		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventLimitChanged,
+			Time: clock.Now(), Limit: limit})
 	}
+	return err
+}
+
+// reconfigureLocked applies f's configuration under b.mu and returns the
+// limits before and after.
+func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old, limit int, err error) {
 	b.mu.Lock()
-	var old uint64
+	defer b.mu.Unlock()
+	cfg, ok := f(b.settings().cfg)
+	if !ok {
+		return 0, 0, nil
+	}
+	if err := cfg.Validate(); err != nil {
+		return 0, 0, fmt.Errorf("semaphore %q: %w", b.name, err)
+	}
+	var s uint64
 	for {
-		old = b.state.Load()
-		n := old&^(fieldMask<<limitShift) | uint64(cfg.MaxConcurrentCalls)<<limitShift
-		if b.state.CompareAndSwap(old, n) {
+		s = b.state.Load()
+		n := s&^(fieldMask<<limitShift) | uint64(cfg.MaxConcurrentCalls)<<limitShift
+		if b.state.CompareAndSwap(s, n) {
 			break
 		}
 	}
@@ -544,12 +568,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 	for w := b.grantLocked(); w != nil; w = b.grantLocked() {
 		w.signal()
 	}
-	b.mu.Unlock()
-	if limitOf(old) != cfg.MaxConcurrentCalls && b.hub.Active() {
-		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventLimitChanged,
-			Time: clock.Now(), Limit: cfg.MaxConcurrentCalls})
-	}
-	return nil
+	return limitOf(s), cfg.MaxConcurrentCalls, nil
 }
 
 // Stats returns a snapshot of the Bulkhead's state and counters. Each
