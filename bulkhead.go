@@ -193,7 +193,8 @@ func (e *PanicError) Unwrap() error {
 // the same fields with the same meanings. At rest (nothing running or
 // waiting) every field is exact and Permitted == Finished + InFlight; while
 // calls run, counters of different outcomes (Rejected beside Permitted, say)
-// may be read a few calls apart.
+// may be read a few calls apart. Its JSON names are the registry status
+// page's "stats" (docs/metrics.md).
 type Stats struct {
 	// Name is the bulkhead's name.
 	Name string `json:"-"`

@@ -1,7 +1,8 @@
 package bulkhead
 
 // KeyStats counts a keyed bulkhead's keys and its rejections by reason. It
-// holds counts only, never a key (keys are often user ids).
+// holds counts only, never a key (keys are often user ids). Its JSON names
+// are the registry status page's "keys" (docs/metrics.md).
 type KeyStats struct {
 	// ActiveKeys is the number of keys that hold or wait for capacity now.
 	ActiveKeys int `json:"active"`
