@@ -193,53 +193,54 @@ func (e *PanicError) Unwrap() error {
 // the same fields with the same meanings. At rest (nothing running or
 // waiting) every field is exact and Permitted == Finished + InFlight; while
 // calls run, counters of different outcomes (Rejected beside Permitted, say)
-// may be read a few calls apart.
+// may be read a few calls apart. Its JSON names are the registry status
+// page's "stats" (docs/metrics.md).
 type Stats struct {
 	// Name is the bulkhead's name.
-	Name string
+	Name string `json:"-"`
 	// Kind is the bulkhead's kind.
-	Kind Kind
+	Kind Kind `json:"-"`
 
 	// MaxConcurrentCalls is the limit in force: permits for a semaphore,
 	// workers for a pool.
-	MaxConcurrentCalls int
+	MaxConcurrentCalls int `json:"maxConcurrentCalls"`
 	// AvailableConcurrentCalls is max(0, MaxConcurrentCalls - InFlight).
-	AvailableConcurrentCalls int
+	AvailableConcurrentCalls int `json:"availableConcurrentCalls"`
 	// InFlight is the number of calls running now (for a pool, tasks
 	// running on a worker, not idle workers).
-	InFlight int
+	InFlight int `json:"inFlight"`
 	// Waiting is the number of callers waiting: for a permit (semaphore),
 	// or for room in the queue (pool Go callers).
-	Waiting int
+	Waiting int `json:"waiting"`
 	// QueueDepth is the number of tasks waiting in the queue (pool).
-	QueueDepth int
+	QueueDepth int `json:"queueDepth"`
 	// QueueCapacity is the queue's capacity (pool); 0 for a semaphore.
-	QueueCapacity int
+	QueueCapacity int `json:"queueCapacity"`
 
 	// Permitted counts calls that got to run (a permit, a worker).
-	Permitted uint64
+	Permitted uint64 `json:"permitted"`
 	// Rejected counts calls refused because the bulkhead was full, at once
 	// or after waiting (MaxWaitDuration, or a pool's QueueTimeout).
-	Rejected uint64
+	Rejected uint64 `json:"rejected"`
 	// RejectedBy counts the same calls by the Reason of their refusal
 	// (indexed by Reason); they add up to Rejected. (A keyed bulkhead
 	// counts its reasons in its KeyStats instead.)
-	RejectedBy [len(Reasons) + 1]uint64
+	RejectedBy [len(Reasons) + 1]uint64 `json:"-"`
 	// Cancelled counts calls that gave up before running because their
 	// context ended (or, in a pool, whose future was cancelled or which
 	// Close dropped).
-	Cancelled uint64
+	Cancelled uint64 `json:"cancelled"`
 	// Finished counts permitted calls that completed, whatever the outcome.
-	Finished uint64
+	Finished uint64 `json:"finished"`
 	// Failed counts finished calls whose function returned an error,
 	// panicked or called runtime.Goexit (in both kinds alike).
-	Failed uint64
+	Failed uint64 `json:"failed"`
 
 	// Overloaded is true while CoDel finds the line of waiters overloaded.
-	Overloaded bool
+	Overloaded bool `json:"codelOverloaded,omitempty"`
 	// LIFO is true while the line serves its newest waiter first
 	// (QueueOrder LIFO, or AdaptiveLIFO switched to it).
-	LIFO bool
+	LIFO bool `json:"lifo,omitempty"`
 }
 
 // LogValue makes a Stats a compact group for log/slog, as in

@@ -35,13 +35,11 @@ type MetricsOptions struct {
 // bulkhead's Stats at scrape time, so the gauges and counters cost nothing
 // per call.
 type collector struct {
-	r        *Registry
-	gauges   []metricDesc
-	counters []metricDesc
-	pool     []metricDesc // Resilience4j's thread-pool gauges
-	keys     keyDescs
-	fixed    []bulkhead.Instance // without r: the bulkheads to read
-	reasons  *prometheus.Desc    // rejections_total{name,kind,reason}
+	r       *Registry
+	metrics []metricDesc        // every series of one bulkhead but those by reason
+	fixed   []bulkhead.Instance // without r: the bulkheads to read
+	reasons *prometheus.Desc    // rejections_total{name,kind,reason}
+	keyed   *prometheus.Desc    // keyed_rejections_total{name,kind,reason}
 
 	wait, run *prometheus.HistogramVec
 	stopped   bool // unregistered (r.mu)
@@ -64,10 +62,13 @@ type sink struct {
 	h atomic.Pointer[histograms] // nil until the bulkhead's first event
 }
 
+// metricDesc is one series of a bulkhead, read from its Stats (val) or, for
+// a keyed bulkhead only, from its KeyStats (key).
 type metricDesc struct {
 	desc *prometheus.Desc
 	typ  prometheus.ValueType
 	val  func(s bulkhead.Stats) float64
+	key  func(s bulkhead.KeyStats) float64
 	only bulkhead.Kind // the one kind it is emitted for; 0: both
 }
 
@@ -95,9 +96,11 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		}
 		return d
 	}
-	c.keys = newKeyDescs(prefix)
+	km := func(t prometheus.ValueType, name, help string, key func(s bulkhead.KeyStats) float64) metricDesc {
+		return metricDesc{desc: prometheus.NewDesc(prefix+name, help, labels, nil), typ: t, key: key}
+	}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
-	c.gauges = []metricDesc{
+	c.metrics = []metricDesc{
 		m(g, "available_concurrent_calls", "Calls that may start now: max allowed minus in flight, never below 0.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
 		m(g, "max_allowed_concurrent_calls", "The limit in force: permits (semaphore) or workers (pool).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
 		m(g, "in_flight_calls", "Calls running now (pool: tasks on a worker).", func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
@@ -111,18 +114,27 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		m(k, "calls_cancelled_total", "Calls that gave up while waiting or queued: context ended, future cancelled or pool closed.", func(s bulkhead.Stats) float64 { return float64(s.Cancelled) }),
 		m(k, "calls_finished_total", "Permitted calls that completed, whatever their result.", func(s bulkhead.Stats) float64 { return float64(s.Finished) }),
 		m(k, "calls_failed_total", "Finished calls that returned an error or panicked.", func(s bulkhead.Stats) float64 { return float64(s.Failed) }),
+		km(g, "active_keys", "Keys of a keyed bulkhead that hold or wait for capacity now.", func(s bulkhead.KeyStats) float64 { return float64(s.ActiveKeys) }),
+		km(g, "idle_keys", "Entries of idle keys a keyed bulkhead keeps for reuse.", func(s bulkhead.KeyStats) float64 { return float64(s.IdleKeys) }),
+		km(k, "keys_evicted_total", "Entries of idle keys a keyed bulkhead removed from its cache.", func(s bulkhead.KeyStats) float64 { return float64(s.Evicted) }),
 	}
+	c.keyed = prometheus.NewDesc(prefix+"keyed_rejections_total",
+		"Calls a keyed bulkhead refused, by reason: key (its key's limit), total (the shared total) or keys (MaxActiveKeys).", []string{"name", "kind", "reason"}, nil)
 	c.reasons = prometheus.NewDesc(prefix+"rejections_total",
 		"Calls refused, by reason (full, timeout, waiters, deadline, codel, key, total, keys, priority, displaced); "+
 			"they add up to calls_rejected_total.", []string{"name", "kind", "reason"}, nil)
 	if opts.Resilience4jNames {
-		c.pool = []metricDesc{
-			m(g, "thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			m(g, "max_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers.", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			m(g, "core_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers (a Go pool has no core size).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			m(g, "active_thread_count", "Pool only, for Resilience4j dashboards: tasks running now.", func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
-			m(g, "available_thread_count", "Pool only, for Resilience4j dashboards: workers free now.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
+		p := func(name, help string, val func(s bulkhead.Stats) float64) metricDesc {
+			d := m(g, name, help, val)
+			d.only = bulkhead.Pool
+			return d
 		}
+		c.metrics = append(c.metrics,
+			p("thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+			p("max_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers.", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+			p("core_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers (a Go pool has no core size).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+			p("active_thread_count", "Pool only, for Resilience4j dashboards: tasks running now.", func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
+			p("available_thread_count", "Pool only, for Resilience4j dashboards: workers free now.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }))
 	}
 	if !opts.Histograms {
 		return c, nil
@@ -212,16 +224,12 @@ func (s *sink) deleteSeriesLocked(e *entry) {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, ds := range [][]metricDesc{c.gauges, c.pool} {
-		for _, d := range ds {
-			ch <- d.desc
-		}
+	for _, d := range c.metrics {
+		ch <- d.desc
 	}
 	ch <- reloadsDesc
 	ch <- c.reasons
-	for _, d := range []*prometheus.Desc{c.keys.active, c.keys.idle, c.keys.evicted, c.keys.rejected} {
-		ch <- d
-	}
+	ch <- c.keyed
 	if c.wait != nil {
 		c.wait.Describe(ch)
 		c.run.Describe(ch)
@@ -238,22 +246,24 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range bs {
 		s, name := b.Stats(), b.Name()
 		kind := s.Kind.String()
-		for _, d := range c.gauges {
-			if d.only == 0 || d.only == s.Kind {
-				ch <- constMetric(d, s, name, kind)
-			}
-		}
-		for _, d := range c.pool {
-			if s.Kind == bulkhead.Pool {
-				ch <- constMetric(d, s, name, kind)
-			}
-		}
 		by := s.RejectedBy
-		if k, ok := b.(bulkhead.KeyedInstance); ok {
-			ks := k.KeyStats()
-			c.keys.collect(ch, ks, name, kind)
+		k, keyed := b.(bulkhead.KeyedInstance)
+		var ks bulkhead.KeyStats
+		if keyed {
+			ks = k.KeyStats()
 			// A keyed bulkhead counts its reasons in KeyStats.
 			by[bulkhead.ReasonKey], by[bulkhead.ReasonTotal], by[bulkhead.ReasonKeys] = ks.RejectedKey, ks.RejectedTotal, ks.RejectedKeys
+			for _, r := range []bulkhead.Reason{bulkhead.ReasonKey, bulkhead.ReasonTotal, bulkhead.ReasonKeys} {
+				ch <- prometheus.MustNewConstMetric(c.keyed, prometheus.CounterValue, float64(by[r]), name, kind, r.String())
+			}
+		}
+		for _, d := range c.metrics { // label values: names are valid UTF-8 (every New checks)
+			switch {
+			case d.key != nil && keyed:
+				ch <- prometheus.MustNewConstMetric(d.desc, d.typ, d.key(ks), name, kind)
+			case d.val != nil && (d.only == 0 || d.only == s.Kind):
+				ch <- prometheus.MustNewConstMetric(d.desc, d.typ, d.val(s), name, kind)
+			}
 		}
 		for _, r := range bulkhead.Reasons {
 			ch <- prometheus.MustNewConstMetric(c.reasons, prometheus.CounterValue, float64(by[r]), name, kind, r.String())
@@ -270,13 +280,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		c.wait.Collect(ch)
 		c.run.Collect(ch)
 	}
-}
-
-// constMetric is one series of d for s. Its label values are a bulkhead's
-// name, which New (semaphore's, pool's and the registry's) keeps to valid
-// UTF-8, and its kind.
-func constMetric(d metricDesc, s bulkhead.Stats, labels ...string) prometheus.Metric {
-	return prometheus.MustNewConstMetric(d.desc, d.typ, d.val(s), labels...)
 }
 
 // RegisterMetrics registers a prometheus.Collector over r on reg: every

@@ -31,16 +31,7 @@ type instanceStatus struct {
 	// an adaptive block only.
 	Adaptive *adaptive.State `json:"adaptive,omitempty"`
 	// Keys are a keyed semaphore's key counts, never a key.
-	Keys *statusKeys `json:"keys,omitempty"`
-}
-
-type statusKeys struct {
-	Active        int    `json:"active"`
-	Idle          int    `json:"idle"`
-	Evicted       uint64 `json:"evicted"`
-	RejectedKey   uint64 `json:"rejectedKey"`
-	RejectedTotal uint64 `json:"rejectedTotal"`
-	RejectedKeys  uint64 `json:"rejectedKeys"`
+	Keys *bulkhead.KeyStats `json:"keys,omitempty"`
 }
 
 type statusConfig struct {
@@ -78,23 +69,11 @@ func (sc statusConfig) withLine(maxWaiting int, slack time.Duration, order bulkh
 	return sc
 }
 
+// statusStats is a bulkhead's Stats (in its JSON names), with RejectedBy
+// by reason (bulkhead.Reason's String), listing the reasons seen.
 type statusStats struct {
-	MaxConcurrentCalls       int    `json:"maxConcurrentCalls"`
-	AvailableConcurrentCalls int    `json:"availableConcurrentCalls"`
-	InFlight                 int    `json:"inFlight"`
-	Waiting                  int    `json:"waiting"`
-	QueueDepth               int    `json:"queueDepth"`
-	QueueCapacity            int    `json:"queueCapacity"`
-	Permitted                uint64 `json:"permitted"`
-	Rejected                 uint64 `json:"rejected"`
-	// RejectedBy splits Rejected by reason (bulkhead.Reason's String),
-	// listing the reasons seen.
+	bulkhead.Stats
 	RejectedBy map[string]uint64 `json:"rejectedBy,omitempty"`
-	Cancelled  uint64            `json:"cancelled"`
-	Finished   uint64            `json:"finished"`
-	Failed     uint64            `json:"failed"`
-	Overloaded bool              `json:"codelOverloaded,omitempty"`
-	LIFO       bool              `json:"lifo,omitempty"`
 }
 
 type statusEvent struct {
@@ -180,14 +159,9 @@ func durText(d time.Duration) string {
 func statusOf(e *entry) instanceStatus {
 	s := e.b.Stats()
 	is := instanceStatus{
-		Name: e.name,
-		Kind: e.kind.String(),
-		Stats: statusStats{
-			MaxConcurrentCalls: s.MaxConcurrentCalls, AvailableConcurrentCalls: s.AvailableConcurrentCalls,
-			InFlight: s.InFlight, Waiting: s.Waiting, QueueDepth: s.QueueDepth, QueueCapacity: s.QueueCapacity,
-			Permitted: s.Permitted, Rejected: s.Rejected, Cancelled: s.Cancelled, Finished: s.Finished, Failed: s.Failed,
-			Overloaded: s.Overloaded, LIFO: s.LIFO,
-		},
+		Name:   e.name,
+		Kind:   e.kind.String(),
+		Stats:  statusStats{Stats: s},
 		Config: configOf(e.b),
 		Events: []statusEvent{},
 	}
@@ -205,7 +179,7 @@ func statusOf(e *entry) instanceStatus {
 	}
 	if k, ok := e.b.(bulkhead.KeyedInstance); ok {
 		ks := k.KeyStats()
-		is.Keys = &statusKeys{ks.ActiveKeys, ks.IdleKeys, ks.Evicted, ks.RejectedKey, ks.RejectedTotal, ks.RejectedKeys}
+		is.Keys = &ks
 	}
 	if rg := e.ring.Load(); rg != nil {
 		for _, rec := range rg.records() {

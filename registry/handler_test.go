@@ -76,8 +76,8 @@ thread-pool-bulkhead:
 	if p.Kind != "semaphore" || p.Config.MaxConcurrentCalls != 2 || p.Config.MaxWaitDuration != "0s" {
 		t.Errorf("payment config %+v", p.Config)
 	}
-	want := statusStats{MaxConcurrentCalls: 2, AvailableConcurrentCalls: 2, Permitted: 3, Rejected: 1,
-		RejectedBy: map[string]uint64{"full": 1}, Finished: 3, Failed: 1}
+	want := statusStats{Stats: bulkhead.Stats{MaxConcurrentCalls: 2, AvailableConcurrentCalls: 2, Permitted: 3, Rejected: 1,
+		Finished: 3, Failed: 1}, RejectedBy: map[string]uint64{"full": 1}}
 	if !reflect.DeepEqual(p.Stats, want) {
 		t.Errorf("payment stats %+v, want %+v", p.Stats, want)
 	}

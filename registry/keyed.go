@@ -34,27 +34,3 @@ type unchecked struct{ *collector }
 
 // Describe sends nothing: the collector is unchecked.
 func (unchecked) Describe(chan<- *prometheus.Desc) {}
-
-// keyDescs are the series of a keyed bulkhead's key counts.
-type keyDescs struct{ active, idle, evicted, rejected *prometheus.Desc }
-
-func newKeyDescs(prefix string) keyDescs {
-	d := func(name, help string, extra ...string) *prometheus.Desc {
-		return prometheus.NewDesc(prefix+name, help, append([]string{"name", "kind"}, extra...), nil)
-	}
-	return keyDescs{
-		active:   d("active_keys", "Keys of a keyed bulkhead that hold or wait for capacity now."),
-		idle:     d("idle_keys", "Entries of idle keys a keyed bulkhead keeps for reuse."),
-		evicted:  d("keys_evicted_total", "Entries of idle keys a keyed bulkhead removed from its cache."),
-		rejected: d("keyed_rejections_total", "Calls a keyed bulkhead refused, by reason: key (its key's limit), total (the shared total) or keys (MaxActiveKeys).", "reason"),
-	}
-}
-
-func (kd keyDescs) collect(ch chan<- prometheus.Metric, ks bulkhead.KeyStats, name, kind string) {
-	ch <- prometheus.MustNewConstMetric(kd.active, prometheus.GaugeValue, float64(ks.ActiveKeys), name, kind)
-	ch <- prometheus.MustNewConstMetric(kd.idle, prometheus.GaugeValue, float64(ks.IdleKeys), name, kind)
-	ch <- prometheus.MustNewConstMetric(kd.evicted, prometheus.CounterValue, float64(ks.Evicted), name, kind)
-	for r, n := range map[bulkhead.Reason]uint64{bulkhead.ReasonKey: ks.RejectedKey, bulkhead.ReasonTotal: ks.RejectedTotal, bulkhead.ReasonKeys: ks.RejectedKeys} {
-		ch <- prometheus.MustNewConstMetric(kd.rejected, prometheus.CounterValue, float64(n), name, kind, r.String())
-	}
-}

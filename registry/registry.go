@@ -96,13 +96,8 @@ const (
 
 // String returns "added", "removed", "reconfigured" or "EntryEventType(n)".
 func (t EntryEventType) String() string {
-	switch t {
-	case EntryAdded:
-		return "added"
-	case EntryRemoved:
-		return "removed"
-	case EntryReconfigured:
-		return "reconfigured"
+	if names := [...]string{EntryAdded: "added", EntryRemoved: "removed", EntryReconfigured: "reconfigured"}; t > 0 && int(t) < len(names) {
+		return names[t]
 	}
 	return fmt.Sprintf("EntryEventType(%d)", uint8(t))
 }
@@ -237,24 +232,17 @@ func (r *Registry) deliver() {
 		return
 	}
 	r.delivering = true
-	normal := false
-	defer func() {
-		if !normal {
-			r.mu.Lock()
-			r.delivering = false
-			r.mu.Unlock()
-		}
-	}()
+	defer func() { r.delivering = false; r.mu.Unlock() }() // also after a panic
 	for len(r.pending) > 0 {
 		ev := r.pending[0]
 		r.pending = r.pending[1:]
 		r.mu.Unlock()
-		r.changes.Publish(ev)
-		r.mu.Lock()
+		func() {
+			defer r.mu.Lock()
+			r.changes.Publish(ev)
+		}()
 	}
-	r.pending, r.delivering = nil, false
-	r.mu.Unlock()
-	normal = true
+	r.pending = nil
 }
 
 // get returns the named entry of kind k, creating it if need be; a

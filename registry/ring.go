@@ -53,15 +53,10 @@ func (r *ring) add(e *bulkhead.Event) {
 func (r *ring) put(rec record) {
 	r.mu.Lock()
 	r.buf[r.next] = rec
-	r.advance()
-	r.mu.Unlock()
-}
-
-func (r *ring) advance() {
-	r.next++
-	if r.next == len(r.buf) {
+	if r.next++; r.next == len(r.buf) {
 		r.next, r.full = 0, true
 	}
+	r.mu.Unlock()
 }
 
 // records returns the kept records, oldest first.

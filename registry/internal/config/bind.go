@@ -361,7 +361,7 @@ func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 // parse makes a parser from a strconv-like function; bad tells what a
 // value it refuses is, given the error.
 func parse[T any](want string, read func(string) (T, error), bad func(s string, err error) string) parser[T] {
-	return parser[T]{want, func(v *value) (T, bool) {
+	return parser[T]{want: want, parse: func(v *value) (T, bool) {
 		var x T
 		s, ok := v.scalar(want)
 		if !ok {

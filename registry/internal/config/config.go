@@ -84,7 +84,7 @@ func (s PoolSpec) common() (string, *int, *adaptive.Config) {
 // and, if it has one, to the field of the bulkhead's Config it sets; aliases
 // follow. Keys inside a block are dotted ("adaptive.window").
 var (
-	semaphoreKind = &kind[SemaphoreSpec, semaphore.Config]{name: "semaphore", defaults: semaphore.DefaultConfig, fields: []field[SemaphoreSpec, semaphore.Config]{
+	semaphoreKind = &kind[SemaphoreSpec, semaphore.Config]{name: "semaphore", defaults: semaphore.DefaultConfig, fields: slices.Concat([]field[SemaphoreSpec, semaphore.Config]{
 		ptr("maxConcurrentCalls", "MaxConcurrentCalls", integer, func(s *SemaphoreSpec) **int { return &s.MaxConcurrentCalls }, func(c *semaphore.Config) *int { return &c.MaxConcurrentCalls }, "maxConcurrentCall"),
 		ptr("maxWaitDuration", "MaxWaitDuration", duration, func(s *SemaphoreSpec) **time.Duration { return &s.MaxWaitDuration }, func(c *semaphore.Config) *time.Duration { return &c.MaxWaitDuration }, "maxWaitTime"),
 		baseConfig[SemaphoreSpec, semaphore.Config](func(s *SemaphoreSpec) *string { return &s.BaseConfig }),
@@ -92,8 +92,11 @@ var (
 		ptr[SemaphoreSpec, semaphore.Config]("maxConcurrentCallsPerKey", "MaxConcurrentCallsPerKey", integer, func(s *SemaphoreSpec) **int { return &s.MaxConcurrentCallsPerKey }, nil),
 		ptr[SemaphoreSpec, semaphore.Config]("maxActiveKeys", "MaxActiveKeys", integer, func(s *SemaphoreSpec) **int { return &s.MaxActiveKeys }, nil),
 		{key: "writableStackTraceEnabled"}, {key: "fairCallHandlingEnabled"}, {key: "tags"},
-	}}
-	poolKind = &kind[PoolSpec, pool.Config]{name: "pool", defaults: pool.DefaultConfig, fields: []field[PoolSpec, pool.Config]{
+	}, block[SemaphoreSpec, semaphore.Config]("adaptive", "Adaptive", func(s *SemaphoreSpec) **adaptive.Config { return &s.Adaptive }, nil, nil, adaptiveKeys),
+		lineKeys(func(s *SemaphoreSpec) *Line { return &s.Line }, func(c *semaphore.Config) configLine {
+			return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
+		}))}
+	poolKind = &kind[PoolSpec, pool.Config]{name: "pool", defaults: pool.DefaultConfig, fields: slices.Concat([]field[PoolSpec, pool.Config]{
 		ptr("maxThreadPoolSize", "MaxWorkers", integer, func(s *PoolSpec) **int { return &s.MaxWorkers }, func(c *pool.Config) *int { return &c.MaxWorkers }, "maxWorkers"),
 		ptr[PoolSpec, pool.Config]("coreThreadPoolSize", "CoreWorkers", integer, func(s *PoolSpec) **int { return &s.CoreWorkers }, nil),
 		ptr("queueCapacity", "QueueCapacity", integer, func(s *PoolSpec) **int { return &s.QueueCapacity }, func(c *pool.Config) *int { return &c.QueueCapacity }),
@@ -102,7 +105,10 @@ var (
 		baseConfig[PoolSpec, pool.Config](func(s *PoolSpec) *string { return &s.BaseConfig }),
 		ptr[PoolSpec, pool.Config]("eventConsumerBufferSize", "EventBufferSize", integer, func(s *PoolSpec) **int { return &s.EventBufferSize }, nil),
 		{key: "writableStackTraceEnabled"}, {key: "contextPropagators"}, {key: "tags"},
-	}}
+	}, block[PoolSpec, pool.Config]("adaptive", "Adaptive", func(s *PoolSpec) **adaptive.Config { return &s.Adaptive }, nil, nil, adaptiveKeys),
+		lineKeys(func(s *PoolSpec) *Line { return &s.Line }, func(c *pool.Config) configLine {
+			return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
+		}))}
 	// adaptiveKeys are the keys of an adaptive block, for both kinds.
 	adaptiveKeys = []field[adaptive.Config, struct{}]{
 		leaf("algorithm", str, func(a *adaptive.Config) *string { return &a.Algorithm }),
@@ -124,18 +130,11 @@ var (
 		leaf("aimd.backoff", number, func(a *adaptive.Config) *float64 { return &a.AIMD.Backoff }),
 		leaf("aimd.slowCall", duration, func(a *adaptive.Config) *time.Duration { return &a.AIMD.SlowCall }),
 	}
+	codelKeys = []field[bulkhead.CoDel, struct{}]{
+		leaf("targetDelay", duration, func(c *bulkhead.CoDel) *time.Duration { return &c.Target }),
+		leaf("interval", duration, func(c *bulkhead.CoDel) *time.Duration { return &c.Interval }),
+	}
 )
-
-func init() {
-	semaphoreKind.fields = withAdaptive(semaphoreKind.fields, func(s *SemaphoreSpec) **adaptive.Config { return &s.Adaptive })
-	poolKind.fields = withAdaptive(poolKind.fields, func(s *PoolSpec) **adaptive.Config { return &s.Adaptive })
-	semaphoreKind.fields = withLine(semaphoreKind.fields, func(s *SemaphoreSpec) *Line { return &s.Line }, func(c *semaphore.Config) configLine {
-		return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
-	})
-	poolKind.fields = withLine(poolKind.fields, func(s *PoolSpec) *Line { return &s.Line }, func(c *pool.Config) configLine {
-		return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
-	})
-}
 
 // configLine points at a bulkhead Config's fields of a Line.
 type configLine struct {
@@ -145,7 +144,21 @@ type configLine struct {
 	codel                 **bulkhead.CoDel
 }
 
-// queueOrder reads fifo, lifo or adaptiveLifo, in any case.
+// lineKeys are the line's keys (this library's extensions), in the Spec
+// field line returns, set in the Config fields to returns. Their validity
+// depends on other fields (a wait, a queue), so each is checked on its own
+// (by its parser's check), and the instance's whole Config once resolved.
+func lineKeys[S, C any](line func(*S) *Line, to func(*C) configLine) []field[S, C] {
+	return append([]field[S, C]{
+		ptr("maxWaitingCalls", "MaxWaitingCalls", nonNegative(integer), func(s *S) **int { return &line(s).MaxWaitingCalls }, func(c *C) *int { return to(c).maxWaiting }),
+		ptr("minDeadlineSlack", "MinDeadlineSlack", nonNegative(duration), func(s *S) **time.Duration { return &line(s).MinDeadlineSlack }, func(c *C) *time.Duration { return to(c).slack }),
+		ptr("queueOrder", "QueueOrder", queueOrder, func(s *S) **bulkhead.QueueOrder { return &line(s).QueueOrder }, func(c *C) *bulkhead.QueueOrder { return to(c).order }),
+		ptr("lifoThreshold", "LIFOThreshold", nonNegative(integer), func(s *S) **int { return &line(s).LIFOThreshold }, func(c *C) *int { return to(c).threshold }),
+	}, block("codel", "CoDel", func(s *S) **bulkhead.CoDel { return &line(s).CoDel }, func(c *C) **bulkhead.CoDel { return to(c).codel }, (*bulkhead.CoDel).Validate, codelKeys)...)
+}
+
+// queueOrder reads fifo, lifo or adaptiveLifo, in any case; it admits only
+// valid orders, so its check has nothing to refuse.
 var queueOrder = parser[bulkhead.QueueOrder]{"fifo, lifo or adaptiveLifo", func(v *value) (bulkhead.QueueOrder, bool) {
 	s, ok := v.scalar("fifo, lifo or adaptiveLifo")
 	for o := bulkhead.FIFO; ok && o <= bulkhead.AdaptiveLIFO; o++ {
@@ -157,74 +170,49 @@ var queueOrder = parser[bulkhead.QueueOrder]{"fifo, lifo or adaptiveLifo", func(
 		v.fail("must be fifo, lifo or adaptiveLifo, got %q", s)
 	}
 	return 0, false
-}}
+}, func(string, bulkhead.QueueOrder) error { return nil }}
 
-// withLine appends the line's keys (this library's extensions), in the Spec
-// field get returns, set in the Config fields to returns. Their validity
-// depends on other fields (a wait, a queue), so each is checked on its own
-// (own), and the instance's whole Config once it is resolved.
-func withLine[S, C any](fs []field[S, C], get func(*S) *Line, to func(*C) configLine) []field[S, C] {
-	negative := func(key string, n *int) error {
-		if n != nil && *n < 0 {
-			return fmt.Errorf("%s must be >= 0, got %d", key, *n)
+// nonNegative is p with a check on its own that refuses a negative value.
+func nonNegative[T int | time.Duration](p parser[T]) parser[T] {
+	p.check = func(key string, x T) error {
+		if x < 0 {
+			return fmt.Errorf("%s must be >= 0, got %v", key, x)
 		}
 		return nil
 	}
-	in := func(s *S) *bulkhead.CoDel {
-		get(s).CoDel = cmp.Or(get(s).CoDel, &bulkhead.CoDel{})
-		return get(s).CoDel
-	}
-	codelKey := func(key string, f func(*bulkhead.CoDel) *time.Duration) field[S, C] {
-		return field[S, C]{key: "codel." + key, goName: "CoDel", want: duration.want, set: func(s *S, v *value) {
-			if x, ok := duration.parse(v); ok {
-				*f(in(s)) = x
-			}
-		}}
-	}
-	waiting := ptr("maxWaitingCalls", "MaxWaitingCalls", integer, func(s *S) **int { return &get(s).MaxWaitingCalls }, func(c *C) *int { return to(c).maxWaiting })
-	waiting.own = func(s S) error { return negative(waiting.key, get(&s).MaxWaitingCalls) }
-	slack := ptr("minDeadlineSlack", "MinDeadlineSlack", duration, func(s *S) **time.Duration { return &get(s).MinDeadlineSlack }, func(c *C) *time.Duration { return to(c).slack })
-	slack.own = func(s S) error {
-		if d := get(&s).MinDeadlineSlack; d != nil && *d < 0 {
-			return fmt.Errorf("minDeadlineSlack must be >= 0, got %v", *d)
-		}
-		return nil
-	}
-	order := ptr("queueOrder", "QueueOrder", queueOrder, func(s *S) **bulkhead.QueueOrder { return &get(s).QueueOrder }, func(c *C) *bulkhead.QueueOrder { return to(c).order })
-	order.own = func(S) error { return nil } // the parser admits only valid orders
-	threshold := ptr("lifoThreshold", "LIFOThreshold", integer, func(s *S) **int { return &get(s).LIFOThreshold }, func(c *C) *int { return to(c).threshold })
-	threshold.own = func(s S) error { return negative(threshold.key, get(&s).LIFOThreshold) }
-	codel := field[S, C]{key: "codel", goName: "CoDel", set: func(s *S, v *value) { in(s) },
-		inherit: func(s *S, b S) { get(s).CoDel = cmp.Or(get(s).CoDel, get(&b).CoDel) },
-		apply: func(s S, c *C) bool {
-			if cd := get(&s).CoDel; cd != nil {
-				x := *cd
-				*to(c).codel = &x
-			}
-			return get(&s).CoDel != nil
-		},
-		own: func(s S) error {
-			if cd := get(&s).CoDel; cd != nil {
-				return cd.Validate()
-			}
-			return nil
-		}}
-	return append(fs, waiting, slack, order, threshold, codel,
-		codelKey("targetDelay", func(c *bulkhead.CoDel) *time.Duration { return &c.Target }),
-		codelKey("interval", func(c *bulkhead.CoDel) *time.Duration { return &c.Interval }))
+	return p
 }
 
-// withAdaptive appends the adaptive block's keys, in the Spec field get
-// returns.
-func withAdaptive[S, C any](fs []field[S, C], get func(*S) **adaptive.Config) []field[S, C] {
-	in := func(s *S) *adaptive.Config {
-		*get(s) = cmp.Or(*get(s), &adaptive.Config{})
+// block is a block of keys (adaptive, codel), inherited whole, in the Spec
+// field get returns and, if to is not nil, copied to the Config field to
+// returns and checked on its own by check.
+func block[S, C, B any](key, goName string, get func(*S) **B, to func(*C) **B, check func(*B) error, keys []field[B, struct{}]) []field[S, C] {
+	in := func(s *S) *B {
+		if *get(s) == nil {
+			*get(s) = new(B)
+		}
 		return *get(s)
 	}
-	fs = append(fs, field[S, C]{key: "adaptive", goName: "Adaptive", set: func(s *S, v *value) { in(s) },
-		inherit: func(s *S, b S) { *get(s) = cmp.Or(*get(s), *get(&b)) }})
-	for _, f := range adaptiveKeys {
-		fs = append(fs, field[S, C]{key: "adaptive." + f.key, goName: "Adaptive", want: f.want, set: func(s *S, v *value) { f.set(in(s), v) }})
+	f := field[S, C]{key: key, goName: goName, set: func(s *S, v *value) { in(s) },
+		inherit: func(s *S, b S) { *get(s) = cmp.Or(*get(s), *get(&b)) }}
+	if to != nil {
+		f.apply = func(s S, c *C) bool {
+			if b := *get(&s); b != nil {
+				x := *b
+				*to(c) = &x
+			}
+			return *get(&s) != nil
+		}
+		f.own = func(s S) error {
+			if b := *get(&s); b != nil {
+				return check(b)
+			}
+			return nil
+		}
+	}
+	fs := []field[S, C]{f}
+	for _, k := range keys {
+		fs = append(fs, field[S, C]{key: key + "." + k.key, goName: goName, want: k.want, set: func(s *S, v *value) { k.set(in(s), v) }})
 	}
 	return fs
 }
@@ -256,10 +244,11 @@ type field[S, C any] struct {
 }
 
 // parser reads a value as T, reporting false (and an error on v) if it
-// cannot.
+// cannot; check, if set, checks a value on its own (see field.own).
 type parser[T any] struct {
 	want  string
 	parse func(*value) (T, bool)
+	check func(key string, x T) error
 }
 
 func ptr[S, C, T any](key, goName string, p parser[T], get func(*S) **T, to func(*C) *T, alias ...string) field[S, C] {
@@ -279,14 +268,22 @@ func ptr[S, C, T any](key, goName string, p parser[T], get func(*S) **T, to func
 			return *get(&s) != nil
 		}
 	}
+	if p.check != nil {
+		f.own = func(s S) error {
+			if x := *get(&s); x != nil {
+				return p.check(key, *x)
+			}
+			return nil
+		}
+	}
 	return f
 }
 
 // leaf is a key of a block, set in place.
-func leaf[T any](key string, p parser[T], get func(*adaptive.Config) *T) field[adaptive.Config, struct{}] {
-	return field[adaptive.Config, struct{}]{key: key, want: p.want, set: func(a *adaptive.Config, v *value) {
+func leaf[B, T any](key string, p parser[T], get func(*B) *T) field[B, struct{}] {
+	return field[B, struct{}]{key: key, want: p.want, set: func(b *B, v *value) {
 		if x, ok := p.parse(v); ok {
-			*get(a) = x
+			*get(b) = x
 		}
 	}}
 }
