@@ -197,7 +197,7 @@ type Stats struct {
 	// running on a worker, not idle workers).
 	InFlight int
 	// Waiting is the number of callers waiting: for a permit (semaphore),
-	// or for room in the queue (pool SubmitWait and GoWait callers).
+	// or for room in the queue (pool Go callers).
 	Waiting int
 	// QueueDepth is the number of tasks waiting in the queue (pool).
 	QueueDepth int

@@ -338,7 +338,7 @@ func TestAttachPool(t *testing.T) {
 		d := &dependency{base: 10 * time.Millisecond}
 		d.slots.Store(10)
 		do := func() error {
-			f, err := b.Go(context.Background(), d.call)
+			f, err := b.TryGo(context.Background(), d.call)
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ package bench
 // WaitGroup for the result, non-blocking Submit for rejection.
 
 import (
+	"context"
 	"sync"
 	"testing"
 
@@ -53,6 +54,27 @@ func init() {
 				_ = p.Submit(func() {
 					v, _ := answer(bg)
 					ch <- v
+				})
+				sink.Store(int64(<-ch))
+			}
+		}},
+		// The same with what a task context costs: a context.WithCancel of
+		// a cancellable parent per task, whose Done the task selects on.
+		opCase{peerKind, "ants_Submit_chan_WithCancel", func(b *testing.B) func() {
+			p := newAnts(b, joinWorkers)
+			parent, stop := context.WithCancel(bg)
+			b.Cleanup(stop)
+			return func() {
+				ch := make(chan int, 1)
+				ctx, cancel := context.WithCancel(parent)
+				_ = p.Submit(func() {
+					select {
+					case <-ctx.Done():
+						ch <- 0
+					default:
+						ch <- 42
+					}
+					cancel()
 				})
 				sink.Store(int64(<-ch))
 			}

@@ -34,6 +34,17 @@ func poolJoin(p *pool.Bulkhead, fn func(context.Context) (int, error)) (int, err
 	return f.Wait(bg)
 }
 
+// watchCtx is a task that looks at its context's Done channel, as any call
+// that takes a context does.
+func watchCtx(ctx context.Context) (int, error) {
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	default:
+		return 42, nil
+	}
+}
+
 func init() {
 	rejectCases = append(rejectCases,
 		opCase{oursKind, "pool_Submit", func(b *testing.B) func() {
@@ -61,6 +72,22 @@ func init() {
 			p := newPool(b, joinWorkers, joinWorkers)
 			return func() {
 				v, _ := poolJoin(p, answer)
+				sink.Store(int64(v))
+			}
+		}},
+		// Issue 19's realistic join: submitted under a cancellable parent
+		// context, the task selects on ctx.Done(), as a network call does.
+		// Compare with ants_Submit_chan_WithCancel (BENCH_REF).
+		opCase{oursKind, "pool_Submit_Wait_ctxDone", func(b *testing.B) func() {
+			p := newPool(b, joinWorkers, joinWorkers)
+			ctx, cancel := context.WithCancel(bg)
+			b.Cleanup(cancel)
+			return func() {
+				f, err := pool.Submit(ctx, p, watchCtx)
+				if err != nil {
+					panic(err)
+				}
+				v, _ := f.Wait(ctx)
 				sink.Store(int64(v))
 			}
 		}},

@@ -1,8 +1,10 @@
 package bulkheadgrpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -64,10 +66,12 @@ func WithRefusalCode(c codes.Code) Option {
 
 // WithPushback sets the grpc-retry-pushback-ms trailer that a server
 // interceptor sends with a refusal. A positive d asks a client whose retry
-// policy covers the refusal code to retry after about d (the value sent is
-// d within ±20%, so that refused clients do not come back in step); a
-// negative d asks it not to retry; zero sends no trailer, leaving the client
-// to its own backoff. The default is [DefaultPushback].
+// policy covers the refusal code to retry after about d: the value sent is
+// d within ±20%, so that refused clients do not come back in step, in whole
+// milliseconds, at least 1 and at most the largest time.Duration (more
+// would overflow grpc-go's conversion and make the client retry at once).
+// A negative d asks it not to retry; zero sends no trailer, leaving the
+// client to its own backoff. The default is [DefaultPushback].
 func WithPushback(d time.Duration) Option {
 	return func(o *options) { o.pushback = d }
 }
@@ -76,15 +80,30 @@ func WithPushback(d time.Duration) Option {
 // replaces it. It returns nil for a nil error or status OK; for
 // ResourceExhausted and Unavailable (the dependency refused the call for
 // lack of capacity, or could not be reached) an error matching both
-// [bulkhead.ErrOverloaded] and err; and err itself for every other code.
+// [bulkhead.ErrOverloaded] and err; for DeadlineExceeded and Canceled an
+// error matching both err and context.DeadlineExceeded or context.Canceled,
+// so that an adaptive controller counts a call whose deadline passed as a
+// timeout; and err itself for every other code.
 func DefaultClassifier(err error) error {
+	var ctxErr error
 	switch status.Code(err) {
 	case codes.OK:
 		return nil
 	case codes.ResourceExhausted, codes.Unavailable:
 		return fmt.Errorf("%w: %w", bulkhead.ErrOverloaded, err)
+	case codes.DeadlineExceeded:
+		ctxErr = context.DeadlineExceeded
+	case codes.Canceled:
+		ctxErr = context.Canceled
+	default:
+		return err
 	}
-	return err
+	// grpc-go's status errors for an ended context do not wrap the
+	// context's error; ctx.Err() and the interceptors' own errors do.
+	if errors.Is(err, ctxErr) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ctxErr, err)
 }
 
 // statusError is an error from the bulkhead (a rejection, a context that
@@ -122,19 +141,30 @@ func (o *options) refusal(err error, setTrailer func(metadata.MD) error) error {
 		return status.FromContextError(err).Err()
 	}
 	if o.pushback != 0 {
-		ms := -1
+		ms := int64(-1)
 		if o.pushback > 0 {
-			ms = int(float64(o.pushback.Milliseconds()) * (0.8 + 0.4*rand.Float64()))
+			ms = pushbackMillis(o.pushback, rand.Float64())
 		}
 		// The refusal is returned before any header is sent, so it goes
 		// out as a trailers-only response: the only kind whose pushback
 		// grpc-go's retry reads.
-		_ = setTrailer(metadata.Pairs(pushbackKey, strconv.Itoa(ms)))
+		_ = setTrailer(metadata.Pairs(pushbackKey, strconv.FormatInt(ms, 10)))
 	}
 	return status.Error(o.code, err.Error())
 }
 
 const pushbackKey = "grpc-retry-pushback-ms"
+
+// maxPushbackMs is the largest pushback a client can hold: grpc-go
+// multiplies the value by time.Millisecond into a time.Duration.
+const maxPushbackMs = math.MaxInt64 / int64(time.Millisecond)
+
+// pushbackMillis is d within ±20% (r in [0, 1) picks where), in whole
+// milliseconds, at least 1 and at most maxPushbackMs.
+func pushbackMillis(d time.Duration, r float64) int64 {
+	ms := float64(d) / float64(time.Millisecond) * (0.8 + 0.4*r)
+	return int64(min(max(ms, 1), float64(maxPushbackMs)))
+}
 
 // errAborted is the outcome of a call whose handler or invoker panicked or
 // called runtime.Goexit: the permit is returned and the call counted failed,
@@ -144,15 +174,19 @@ var errAborted = errors.New("bulkheadgrpc: call ended by a panic or runtime.Goex
 // Selector picks the bulkhead that guards a method, from its full name
 // ("/package.Service/Method"), or returns nil to let the call pass
 // unguarded. It is called once per call, so it must be quick and safe for
-// concurrent use. A selector over a registry:
+// concurrent use. A selector over a registry, which guards the methods
+// whose bulkhead (named after the method) the configuration lists:
 //
 //	func(method string) *semaphore.Bulkhead {
-//		b, err := reg.Semaphore(method)
-//		if err != nil {
+//		b, ok := reg.Find(bulkhead.Semaphore, method)
+//		if !ok {
 //			return nil // not configured: unguarded
 //		}
-//		return b
+//		return b.(*semaphore.Bulkhead)
 //	}
+//
+// Find never creates a bulkhead; reg.Semaphore, without Config.Strict,
+// would create one for every method, health checks included.
 type Selector func(fullMethod string) *semaphore.Bulkhead
 
 // All returns a [Selector] that guards every method with b.

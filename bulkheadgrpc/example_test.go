@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/bulkheadgrpc"
@@ -66,20 +67,49 @@ func ExampleUnaryServerInterceptor() {
 	// unguarded <nil>
 }
 
-// A Selector over a registry: each guarded method has a bulkhead configured
-// under a name of its own (compiled, not run: the registry is configured
-// from YAML elsewhere).
-var _ = func(reg *registry.Registry) bulkheadgrpc.Selector {
-	names := map[string]string{"/shop.Inventory/Lookup": "inventory-lookup"}
-	return func(method string) *semaphore.Bulkhead {
+// A Selector over a registry configured from YAML: the methods whose
+// bulkhead the configuration lists are guarded, the others pass. Find, not
+// Semaphore, looks the bulkhead up: without Config.Strict, Semaphore would
+// create one from the default config for every name asked for.
+func ExampleSelector_registry() {
+	cfg, err := registry.Load(strings.NewReader(`
+resilience4j:
+  bulkhead:
+    instances:
+      inventory-lookup:
+        maxConcurrentCalls: 32
+`))
+	if err != nil {
+		panic(err)
+	}
+	reg, err := registry.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	defer reg.Close(context.Background())
+
+	names := map[string]string{
+		"/shop.Inventory/Lookup": "inventory-lookup",
+		"/shop.Inventory/Watch":  "inventory-watch", // mapped, not configured
+	}
+	sel := func(method string) *semaphore.Bulkhead {
 		name, ok := names[method]
 		if !ok {
-			return nil // unguarded
+			return nil // not mapped: unguarded
 		}
-		b, err := reg.Semaphore(name)
-		if err != nil {
+		b, ok := reg.Find(bulkhead.Semaphore, name)
+		if !ok {
 			return nil // not configured: unguarded
 		}
-		return b
+		return b.(*semaphore.Bulkhead)
 	}
+	for _, m := range []string{"/shop.Inventory/Lookup", "/shop.Inventory/Watch", "/grpc.health.v1.Health/Check"} {
+		fmt.Println(m, sel(m) != nil)
+	}
+	fmt.Println("bulkheads in the registry:", len(reg.Instances()))
+	// Output:
+	// /shop.Inventory/Lookup true
+	// /shop.Inventory/Watch false
+	// /grpc.health.v1.Health/Check false
+	// bulkheads in the registry: 1
 }

@@ -2,10 +2,8 @@ module github.com/bulkhead-go/bulkhead/bulkheadgrpc
 
 go 1.26.0
 
-replace github.com/bulkhead-go/bulkhead => ../
-
 require (
-	github.com/bulkhead-go/bulkhead v0.0.0-00010101000000-000000000000
+	github.com/bulkhead-go/bulkhead v0.3.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12

@@ -3,12 +3,15 @@ package bulkheadgrpc_test
 import (
 	"context"
 	"errors"
+	"io"
+	"math"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/bulkheadgrpc"
+	"github.com/bulkhead-go/bulkhead/registry"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -58,6 +61,8 @@ func TestUnaryServerRefusal(t *testing.T) {
 		{"default", nil, codes.Unavailable, 160, 240},
 		{"ResourceExhausted", []bulkheadgrpc.Option{bulkheadgrpc.WithRefusalCode(codes.ResourceExhausted)}, codes.ResourceExhausted, 160, 240},
 		{"pushback 1s", []bulkheadgrpc.Option{bulkheadgrpc.WithPushback(time.Second)}, codes.Unavailable, 800, 1200},
+		{"pushback max", []bulkheadgrpc.Option{bulkheadgrpc.WithPushback(math.MaxInt64)}, codes.Unavailable,
+			math.MaxInt64 / int(time.Millisecond) * 8 / 10, math.MaxInt64 / int(time.Millisecond)}, // at most what a client can hold as a time.Duration
 		{"no retry", []bulkheadgrpc.Option{bulkheadgrpc.WithPushback(-1)}, codes.Unavailable, -1, -1},
 		{"no pushback", []bulkheadgrpc.Option{bulkheadgrpc.WithPushback(0)}, codes.Unavailable, 0, 0},
 	} {
@@ -295,5 +300,60 @@ func TestOptionMisusePanics(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+}
+
+// docs/grpc.md's selector over a registry: a method whose bulkhead the
+// configuration does not list passes unguarded, and the registry creates no
+// bulkhead for it (without Strict, reg.Semaphore would, one per name).
+func TestServerRegistrySelectorLeavesUnconfiguredMethodsUnguarded(t *testing.T) {
+	one := 1
+	reg, err := registry.New(registry.Config{Semaphores: map[string]registry.SemaphoreSpec{
+		"echo-unary": {MaxConcurrentCalls: &one},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+	names := map[string]string{unaryMethod: "echo-unary", otherMethod: "echo-other", chatMethod: "echo-chat"}
+	sel := func(method string) *semaphore.Bulkhead {
+		name, ok := names[method]
+		if !ok {
+			return nil // not mapped: unguarded
+		}
+		b, ok := reg.Find(bulkhead.Semaphore, name)
+		if !ok {
+			return nil // not configured: unguarded
+		}
+		return b.(*semaphore.Bulkhead)
+	}
+	svc := newService()
+	cc := serverConn(t, svc, sel, nil)
+	ctx := context.Background()
+	for _, m := range []string{unaryMethod, otherMethod} {
+		if out, err := unary(ctx, cc, m, "hi"); out != "hi" || err != nil {
+			t.Fatalf("%s: got %q, %v", m, out, err)
+		}
+	}
+	watch, err := cc.NewStream(ctx, &watchDesc, watchMethod) // not mapped
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.SendMsg(wrapperspb.String("ab")); err != nil {
+		t.Fatal(err)
+	}
+	watch.CloseSend()
+	for err == nil {
+		err = watch.RecvMsg(new(wrapperspb.StringValue))
+	}
+	if err != io.EOF {
+		t.Fatalf("watch: %v", err)
+	}
+	if is := reg.Instances(); len(is) != 1 || is[0].Name() != "echo-unary" {
+		t.Fatalf("registry holds %d bulkheads (%v), want only the configured echo-unary", len(is), is)
+	}
+	b, _ := reg.Find(bulkhead.Semaphore, "echo-unary")
+	if s := b.Stats(); s.Permitted != 1 || s.Finished != 1 {
+		t.Fatalf("echo-unary: %+v, want the one Unary call", s)
 	}
 }

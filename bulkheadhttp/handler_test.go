@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -123,6 +124,9 @@ func TestHandlerRefusalOptions(t *testing.T) {
 		{"429", []bulkheadhttp.Option{bulkheadhttp.WithStatus(http.StatusTooManyRequests)}, 429, "1", "Too Many Requests"},
 		{"retry after rounds up", []bulkheadhttp.Option{bulkheadhttp.WithRetryAfter(1500 * time.Millisecond)}, 503, "2", "Service"},
 		{"no retry after", []bulkheadhttp.Option{bulkheadhttp.WithRetryAfter(0)}, 503, "", "Service"},
+		{"retry after 1ns", []bulkheadhttp.Option{bulkheadhttp.WithRetryAfter(1)}, 503, "1", "Service"},
+		{"retry after the largest duration", []bulkheadhttp.Option{bulkheadhttp.WithRetryAfter(math.MaxInt64)}, 503, "9223372037", "Service"},
+		{"retry after whole seconds", []bulkheadhttp.Option{bulkheadhttp.WithRetryAfter(math.MaxInt64 / time.Second * time.Second)}, 503, "9223372036", "Service"},
 		{"reject handler", []bulkheadhttp.Option{bulkheadhttp.WithStatus(429), bulkheadhttp.WithRejectHandler(
 			func(w http.ResponseWriter, r *http.Request, err error) {
 				if !errors.Is(err, bulkhead.ErrBulkheadFull) {

@@ -70,15 +70,19 @@ func WithStatus(status int) Option {
 }
 
 // WithRetryAfter sets the Retry-After header of a Handler's refusal, in
-// whole seconds rounded up; 0 leaves the header out. The default is 1s. A
-// negative d panics.
+// whole seconds rounded up (any d up to the largest time.Duration, 292
+// years); 0 leaves the header out. The default is 1s. A negative d panics.
 func WithRetryAfter(d time.Duration) Option {
 	if d < 0 {
 		panic(fmt.Sprintf("bulkheadhttp: WithRetryAfter(%v): the duration must be >= 0", d))
 	}
 	v := ""
 	if d > 0 {
-		v = strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+		s := d / time.Second
+		if d%time.Second != 0 {
+			s++ // rounded up without d+time.Second-1, which overflows near the largest d
+		}
+		v = strconv.FormatInt(int64(s), 10)
 	}
 	return optionFunc(func(c *config) { c.retryAfter = v; c.serverOption("WithRetryAfter") })
 }

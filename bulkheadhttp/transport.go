@@ -19,7 +19,8 @@ import (
 // errors.Is(err, bulkhead.ErrBulkheadFull) still matches it.
 //
 // The permit is held until the response body is closed, read to io.EOF or
-// fails a read, because the dependency is busy until then; a response without
+// fails a read, because the dependency is busy until then (a read that fails
+// because the caller closed the body is not a failure); a response without
 // a body, a failed round trip and a panic in next give it back at once (the
 // panic goes on up the caller's stack). The call's outcome is the
 // classifier's (see [Classify], [WithClassifier]) for the response's status,
@@ -143,6 +144,7 @@ type permit struct {
 	classify func(int, error) error
 	body     io.Closer // the body next returned
 	done     atomic.Bool
+	closing  atomic.Bool // the caller called Close
 }
 
 // release gives the permit back once, with the outcome of the status, or
@@ -190,6 +192,10 @@ func (g *guardedBody) Read(b []byte) (int, error) {
 }
 
 func (g *guardedBody) Close() error {
+	// Set before the body is closed: a Read on another goroutine that the
+	// Close ends ("use of closed network connection") must not count the
+	// call failed. Closing is how a caller aborts a read.
+	g.pm.closing.Store(true)
 	err := g.ReadCloser.Close()
 	g.done(nil)
 	return err
@@ -197,7 +203,7 @@ func (g *guardedBody) Close() error {
 
 func (g *guardedBody) done(err error) {
 	g.cleanup.Stop()
-	if err == io.EOF {
+	if err == io.EOF || g.pm.closing.Load() {
 		err = nil
 	}
 	g.pm.release(err)

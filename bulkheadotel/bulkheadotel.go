@@ -14,6 +14,8 @@ package bulkheadotel
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/bulkhead-go/bulkhead"
@@ -76,6 +78,14 @@ type Options struct {
 	// Buckets are the histograms' bucket boundaries in seconds; nil means
 	// OpenTelemetry's advice for request durations (5 ms to 10 s).
 	Buckets []float64
+	// Attributes are added to every point this registration reports, as
+	// prometheus.WrapRegistererWith adds labels. Two sources registered
+	// on one MeterProvider need attributes that tell them apart (for
+	// example attribute.String("registry", "orders")): otherwise their
+	// bulkheads of one kind and name are reported as one series, whose
+	// values the SDK adds up. Keys must be non-empty, distinct and not one
+	// of the bulkhead.* keys of the instruments.
+	Attributes []attribute.KeyValue
 }
 
 // defaultBuckets are the boundaries the OpenTelemetry semantic conventions
@@ -122,8 +132,9 @@ var resultNames = [nResults]string{"", "permitted", "rejected", "cancelled"}
 // callback keeps those of the bulkheads it reports, and the histograms add
 // those of the bulkheads whose events they see.
 type attrCache struct {
-	mu sync.Mutex
-	m  map[key]*[nResults]metric.MeasurementOption
+	mu    sync.Mutex
+	m     map[key]*[nResults]metric.MeasurementOption
+	extra []attribute.KeyValue // Options.Attributes
 }
 
 // get returns k's options; call it with c.mu held.
@@ -132,10 +143,10 @@ func (c *attrCache) get(k key) *[nResults]metric.MeasurementOption {
 		return opts
 	}
 	opts := new([nResults]metric.MeasurementOption)
-	name, kind := attribute.String(attrName, k.name), attribute.String(attrKind, k.kind.String())
-	opts[none] = metric.WithAttributeSet(attribute.NewSet(name, kind))
+	kv := append(slices.Clip(c.extra), attribute.String(attrName, k.name), attribute.String(attrKind, k.kind.String()))
+	opts[none] = metric.WithAttributeSet(attribute.NewSet(kv...))
 	for r := permitted; r < nResults; r++ {
-		opts[r] = metric.WithAttributeSet(attribute.NewSet(name, kind, attribute.String(attrResult, resultNames[r])))
+		opts[r] = metric.WithAttributeSet(attribute.NewSet(append(slices.Clip(kv), attribute.String(attrResult, resultNames[r]))...))
 	}
 	c.m[k] = opts
 	return opts
@@ -148,6 +159,17 @@ func (c *attrCache) get(k key) *[nResults]metric.MeasurementOption {
 func Register(mp metric.MeterProvider, src Source, opts Options) (unregister func() error, err error) {
 	if mp == nil || src == nil {
 		return nil, errors.New("bulkheadotel: Register needs a MeterProvider and a Source, got nil")
+	}
+	seen := map[attribute.Key]string{attrName: "an instrument's own", attrKind: "an instrument's own", attrResult: "an instrument's own"}
+	for i, kv := range opts.Attributes {
+		why := seen[kv.Key]
+		if !kv.Valid() {
+			why = "empty"
+		}
+		if why != "" {
+			return nil, fmt.Errorf("bulkheadotel: Options.Attributes[%d]: key %q is %s", i, kv.Key, why)
+		}
+		seen[kv.Key] = "repeated"
 	}
 	m := mp.Meter(ScopeName)
 	var errs []error
@@ -168,7 +190,7 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 			func(s bulkhead.Stats) int { return s.AvailableConcurrentCalls }),
 		updown("bulkhead.active_calls", "Calls running now (pool: tasks on a worker).",
 			func(s bulkhead.Stats) int { return s.InFlight }),
-		updown("bulkhead.waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool SubmitWait and GoWait).",
+		updown("bulkhead.waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).",
 			func(s bulkhead.Stats) int { return s.Waiting }),
 		updown("bulkhead.queued_calls", "Tasks waiting in the queue for a worker (pool).",
 			func(s bulkhead.Stats) int { return s.QueueDepth }),
@@ -195,7 +217,7 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 	}
 	insts = append(insts, calls.inst, counters[3].inst, counters[4].inst)
 
-	cache := &attrCache{m: map[key]*[nResults]metric.MeasurementOption{}}
+	cache := &attrCache{m: map[key]*[nResults]metric.MeasurementOption{}, extra: slices.Clone(opts.Attributes)}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		is := src.Instances()
 		stats := make([]bulkhead.Stats, len(is))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,7 +206,7 @@ func TestReportsStats(t *testing.T) {
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 3 {
-		f, err := pl.Go(ctx, func(context.Context) error { <-release; return nil })
+		f, err := pl.TryGo(ctx, func(context.Context) error { <-release; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,5 +390,61 @@ func TestRegisterNil(t *testing.T) {
 	}
 	if _, err := bulkheadotel.Register(mp, nil, bulkheadotel.Options{}); err == nil {
 		t.Error("nil Source: no error")
+	}
+}
+
+// Two sources that both hold a semaphore "payment", registered on one
+// MeterProvider with attributes of their own, are two series each (limits
+// 3 and 5, not one series of 8), histograms included.
+func TestAttributesTellSourcesApart(t *testing.T) {
+	r, mp := newReader(t)
+	orders, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 3})
+	billing, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 5})
+	for _, src := range []struct {
+		name string
+		b    *semaphore.Bulkhead
+	}{{"orders", orders}, {"billing", billing}} {
+		unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(src.b), bulkheadotel.Options{
+			Histograms: true, Attributes: []attribute.KeyValue{attribute.String("registry", src.name)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unregister()
+	}
+	orders.Do(context.Background(), func(context.Context) error { return nil })
+
+	ms := collect(t, r)
+	with := func(registry string, set attribute.Set) attribute.Set {
+		return attribute.NewSet(append(set.ToSlice(), attribute.String("registry", registry))...)
+	}
+	check(t, ms, "bulkhead.limit", with("orders", attrs("payment", "semaphore")), 3)
+	check(t, ms, "bulkhead.limit", with("billing", attrs("payment", "semaphore")), 5)
+	check(t, ms, "bulkhead.calls", with("orders", attrs("payment", "semaphore", "permitted")), 1)
+	check(t, ms, "bulkhead.calls", with("billing", attrs("payment", "semaphore", "permitted")), 0)
+	if n := len(ms["bulkhead.limit"].Data.(metricdata.Sum[int64]).DataPoints); n != 2 {
+		t.Errorf("bulkhead.limit has %d points, want 2", n)
+	}
+	dps := ms["bulkhead.call.duration"].Data.(metricdata.Histogram[float64]).DataPoints
+	want := with("orders", attrs("payment", "semaphore"))
+	if len(dps) != 1 || !dps[0].Attributes.Equals(&want) || dps[0].Count != 1 {
+		t.Errorf("bulkhead.call.duration points %v, want one of count 1 with %v", dps, want.ToSlice())
+	}
+}
+
+func TestAttributesMustBeValid(t *testing.T) {
+	_, mp := newReader(t)
+	b, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 1})
+	for _, c := range []struct {
+		kv   []attribute.KeyValue
+		want string
+	}{
+		{[]attribute.KeyValue{attribute.String("bulkhead.name", "x")}, `Options.Attributes[0]: key "bulkhead.name" is an instrument's own`},
+		{[]attribute.KeyValue{attribute.String("registry", "a"), attribute.String("registry", "b")}, `Options.Attributes[1]: key "registry" is repeated`},
+		{[]attribute.KeyValue{attribute.String("", "a")}, `Options.Attributes[0]: key "" is empty`},
+	} {
+		_, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(b), bulkheadotel.Options{Attributes: c.kv})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Attributes %v: got %v, want an error with %q", c.kv, err, c.want)
+		}
 	}
 }

@@ -2,10 +2,8 @@ module github.com/bulkhead-go/bulkhead/bulkheadotel
 
 go 1.26.0
 
-replace github.com/bulkhead-go/bulkhead => ../
-
 require (
-	github.com/bulkhead-go/bulkhead v0.0.0-00010101000000-000000000000
+	github.com/bulkhead-go/bulkhead v0.3.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0

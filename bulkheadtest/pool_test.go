@@ -24,7 +24,7 @@ func newPool(t *testing.T, cfg pool.Config) *pool.Bulkhead {
 func poolBurst(p *pool.Bulkhead, gate *bulkheadtest.Gate, workers, limit int) bulkheadtest.Burst {
 	return bulkheadtest.Burst{Name: "emails", Workers: workers, Limit: limit, Gate: gate, Bulkhead: p,
 		Call: func(ctx context.Context) error {
-			f, err := p.Go(ctx, gate.Wait)
+			f, err := p.TryGo(ctx, gate.Wait)
 			if err != nil {
 				return err
 			}

@@ -26,10 +26,8 @@ type Canceler interface {
 	Cancel()
 }
 
-// The state word holds the state in its low two bits and, above them, how
-// many callers are using the canceler (Cancel, or a Wait helping a pool
-// task). The canceler is dropped once the future is complete and unused, so
-// that a completed future does not keep the work that made it.
+// The state word: the state in its low two bits, and above them how many
+// callers use the canceler; it is dropped once complete and unused.
 const (
 	unready    uint32 = iota // a Promise before Init
 	pending                  // waiting for its result
@@ -41,10 +39,8 @@ const (
 )
 
 // Future is the result of work that may not have finished yet: a value of
-// type T or an error. It completes exactly once; any number of goroutines may
-// wait on it. Futures come from a [Promise], [Completed], [Then] and from
-// the pool bulkhead's Submit and Go; the zero Future is not usable, and
-// waiting on it panics.
+// type T or an error, set once. Futures come from a [Promise], [Completed],
+// [Then] and the pool bulkhead; the zero Future is not usable.
 type Future[T any] struct {
 	state     atomic.Uint32
 	cancelled atomic.Bool    // Cancel has called canceler
@@ -53,9 +49,8 @@ type Future[T any] struct {
 	val       T
 	err       error
 	canceler  Canceler
-	// hooks are the callbacks to run on completion, oldest first. head is
-	// read without the lock, so that completing a future nobody hooked
-	// costs one atomic load; it and the links are changed under mu.
+	// hooks to run on completion, oldest first; changed under mu, head
+	// also read without it.
 	mu   sync.Mutex
 	head atomic.Pointer[hook]
 	tail *hook
@@ -71,10 +66,8 @@ type hook struct {
 	linked     bool // on a future's list; guarded by that future's mu
 }
 
-// hookTarget is what a hook calls when its future completes; failed reports
-// whether it completed with an error. If firing completed another future,
-// fire returns that future's hooks for the caller to run next (so that a
-// chain of Then stages completes in a loop, not a recursion).
+// hookTarget is what a hook calls when its future completes. If firing
+// completed another future, fire returns that future's hooks to run next.
 type hookTarget interface {
 	fire(idx int, failed bool) (next *hook, nextFailed bool)
 }
@@ -88,8 +81,7 @@ var closedChan = func() chan struct{} {
 
 func (f *Future[T]) isComplete() bool { return f.state.Load()&stateMask == complete }
 
-// usable panics if f is nil or was not made by a Promise, Completed, Then
-// or a pool; name is the call that was given f.
+// usable panics, naming the call, if f is nil or a zero Future.
 func (f *Future[T]) usable(name string) {
 	if f == nil {
 		panic("future: " + name + " called on a nil *Future")
@@ -101,16 +93,12 @@ func (f *Future[T]) usable(name string) {
 
 // Wait blocks until the future completes or ctx ends, and returns the value
 // and error it completed with, or the zero value and ctx.Err(). ctx ending
-// stops the wait, not the work: call [Future.Cancel] for that. Wait does not
-// allocate (see [Future.Done] for the one channel a future may make).
+// stops the wait, not the work ([Future.Cancel] does that).
 //
-// Called from inside a pool task, with the task's context (or one derived
-// from it), on the future of a task of the same pool that is still queued
-// (or on a [Then] future of one), Wait starts that task at once in the
-// waiting task's slot, ahead of the queue, instead of waiting for a free
-// worker, so that tasks waiting on their own pool cannot deadlock it. A
-// task lends its slot to one task at a time, and a Wait given any other
-// context does not help: see the pool package's "Waiting inside a task".
+// Inside a pool task, given the task's context (or one derived from it),
+// Wait on a queued task of the same pool (or a [Then] future of one) runs
+// it in the waiting task's slot: see the pool package's "Waiting inside a
+// task".
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	if ctx == nil || f == nil {
 		f.usable("Wait")
@@ -121,16 +109,14 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	}
 	f.usable("Wait")
 	cdone := ctx.Done()
-	if h, ok := ctx.Value(join.Key).(join.Helper); ok {
-		for busy := helpRun(h, f, nil); busy != nil; busy = helpRun(h, f, nil) {
+	if h, ok := ctx.Value(join.Key).(join.Helper); ok { // inside a pool task: see await
+		for busy := h.Help(f.source(), nil); busy != nil; busy = h.Help(f.source(), nil) {
 			select {
-			case <-busy: // the task's slot is free again: try again
+			case <-busy:
 			case <-f.Done():
-				return f.val, f.err
 			case <-cdone:
-				if f.isComplete() {
-					return f.val, f.err
-				}
+			}
+			if cdone != nil && !f.isComplete() && ctx.Err() != nil {
 				var zero T
 				return zero, ctx.Err()
 			}
@@ -231,40 +217,19 @@ func (f *Future[T]) release() {
 	}
 }
 
-// helpable is a future that a wait inside a pool task may help: see
-// [Future.Wait].
-type helpable interface {
-	// helpStep hands a pending future's canceler to h.Help and returns what
-	// Help returned, or, for a future made by Then, returns its source.
-	helpStep(h join.Helper, decided func() bool) (busy <-chan struct{}, src helpable)
-}
+// source is what a wait inside a pool task hands to the pool (see await):
+// the canceler of a pending future, or of the source of a Then chain.
+type source interface{ source() any }
 
-// deriver is the canceler of a future made by Then.
-type deriver interface{ source() helpable }
-
-func (f *Future[T]) helpStep(h join.Helper, decided func() bool) (<-chan struct{}, helpable) {
+func (f *Future[T]) source() any {
 	if !f.acquire() {
-		return nil, nil
+		return nil
 	}
 	defer f.release()
-	if d, ok := f.canceler.(deriver); ok {
-		return nil, d.source()
+	if t, ok := f.canceler.(interface{ source() source }); ok {
+		return t.source().source()
 	}
-	return h.Help(f.canceler, decided), nil
-}
-
-// helpRun asks h to start the pool task behind f (following a chain of
-// Then stages to its source), and returns nil, or the channel to wait on
-// before asking again (h's slot is lent to another task meanwhile). decided,
-// if not nil, tells h when a gather needs nothing more.
-func helpRun(h join.Helper, f helpable, decided func() bool) <-chan struct{} {
-	for f != nil {
-		var busy <-chan struct{}
-		if busy, f = f.helpStep(h, decided); busy != nil {
-			return busy
-		}
-	}
-	return nil
+	return f.canceler
 }
 
 // dropper is a Canceler that holds more than it needs once its future is
@@ -303,20 +268,17 @@ func (f *Future[T]) settle(v T, err error) (*hook, bool) {
 		}
 	}
 	f.val, f.err = v, err
-	c := f.canceler
 	if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler
 		f.dropCanceler()
 	}
-	// Close the Done channel if someone made one. Done checks the state
-	// after making it, so one of the two sees the other.
+	// Done checks the state after making its channel: one of the two sees it.
 	if d := f.done.Load(); d != nil {
 		if ch := d.(chan struct{}); ch != closedChan && f.done.CompareAndSwap(ch, closedChan) {
 			close(ch)
 		}
 	}
 	f.wg.Done()
-	// onDone links a hook before it looks at the state, and this looks at
-	// the list after storing the state: one of the two sees the other.
+	// onDone links before it looks at the state: one of the two sees it.
 	if f.head.Load() == nil {
 		return nil, true
 	}
@@ -328,28 +290,11 @@ func (f *Future[T]) settle(v T, err error) (*hook, bool) {
 	f.head.Store(nil)
 	f.tail = nil
 	f.mu.Unlock()
-	if o, ok := c.(join.Owner); ok && userCallbacks(h) {
-		o.BeforeCallbacks()
-	}
 	return h, true
 }
 
-// userCallbacks reports whether hooks h include a user's callback (a Then
-// function), as opposed to the waiters of All, First and Settle, which
-// cannot panic or end the goroutine.
-func userCallbacks(h *hook) bool {
-	for ; h != nil; h = h.next {
-		if _, ok := h.x.(*waiter); !ok {
-			return true
-		}
-	}
-	return false
-}
-
-// runHooks fires h and the hooks after it, in order, and the hooks of the
-// futures that firing completes, depth first, in a loop. It recovers
-// nothing: if a callback panics or calls runtime.Goexit, the hooks not yet
-// fired miss this completion (the callback contract of the root package).
+// runHooks fires h and the hooks after it, in order, and those of the
+// futures that firing completes, depth first, in a loop. It recovers nothing.
 func runHooks(h *hook, failed bool) {
 	type rest struct {
 		h      *hook
@@ -492,16 +437,12 @@ func (e *TaskError) Error() string {
 func (e *TaskError) Unwrap() error { return e.Err }
 
 // All waits for every future and returns their values in argument order.
-// It fails fast: as soon as one of them fails (of those that had already
-// failed when All was called, the first in argument order), it cancels the
-// others that have not completed and returns a [*TaskError] with that
-// future's index and error, along with the values of the futures that had
-// succeeded (the zero value for the rest). If ctx ends first, it returns
-// ctx.Err() itself, with the values so far, and cancels nothing. All starts
-// no goroutine: it hooks each pending future, wakes once, and takes its
-// hooks off before it returns. Given a pool task's context, it starts the
-// queued tasks of that pool among fs as [Future.Wait] does, one at a time
-// in argument order; so do Settle and First.
+// It fails fast: on the first failure (the first in argument order of those
+// already failed), it cancels the others still pending and returns a
+// [*TaskError] with that index and error, beside the values that succeeded.
+// If ctx ends first, it returns ctx.Err() and cancels nothing. Inside a
+// pool task it helps as [Future.Wait] does, in argument order; so do Settle
+// and First. None of them starts a goroutine or leaves a hook behind.
 func All[T any](ctx context.Context, fs ...*Future[T]) ([]T, error) {
 	i, err := await(ctx, "All", fs, waitAll)
 	out := make([]T, len(fs))
@@ -523,9 +464,8 @@ func All[T any](ctx context.Context, fs ...*Future[T]) ([]T, error) {
 }
 
 // Settle waits until every future has completed, or ctx ends, and returns
-// every value and error by index: errs[i] is fs[i]'s error (nil if it
-// succeeded), or [ErrNotDone] if it had not completed when ctx ended. It
-// cancels nothing, and starts no goroutine.
+// every value and error by index ([ErrNotDone] for a future still pending
+// when ctx ended). It cancels nothing.
 func Settle[T any](ctx context.Context, fs ...*Future[T]) (vals []T, errs []error) {
 	_, _ = await(ctx, "Settle", fs, waitSettle)
 	vals, errs = make([]T, len(fs)), make([]error, len(fs))
@@ -539,10 +479,9 @@ func Settle[T any](ctx context.Context, fs ...*Future[T]) (vals []T, errs []erro
 var errNoFutures = errors.New("future: First called with no futures")
 
 // First waits for the first of the futures to complete and returns its value
-// and error, whether it succeeded or failed; if several had completed when
-// First was called, the one earliest in argument order wins. It returns
-// ctx.Err() if ctx ends first, and an error if fs is empty. It does not
-// cancel the others, and leaves no hook on them once it returns.
+// and error (of several already complete, the earliest in argument order).
+// It returns ctx.Err() if ctx ends first, and an error if fs is empty; it
+// cancels nothing.
 func First[T any](ctx context.Context, fs ...*Future[T]) (T, error) {
 	var zero T
 	if len(fs) == 0 {
@@ -636,10 +575,9 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 	if mode != waitFirst && w.left.Add(-1) == 0 {
 		w.wake <- struct{}{}
 	}
-	// Inside a pool task, start the queued tasks of its pool among fs, in
-	// order, one at a time in the task's slot (see Future.Wait). A future
-	// that needs no help now never will: a pool's future is queued or
-	// running when its submitter gets it.
+	// Inside a pool task, the pool runs the queued tasks of its own among
+	// fs, in order, one at a time in the task's slot (join.Helper). A
+	// future that needs no help now never will.
 	h, _ := ctx.Value(join.Key).(join.Helper)
 	var decided func() bool
 	if h != nil {
@@ -649,7 +587,7 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 		var busy <-chan struct{}
 		// Once decided (First's winner, All's failure), start nothing more.
 		for ; h != nil && next < len(fs) && busy == nil && w.first.Load() == 0; next++ {
-			busy = helpRun(h, fs[next], decided)
+			busy = h.Help(fs[next].source(), decided)
 		}
 		if busy != nil {
 			next-- // ask again for the same future
@@ -679,13 +617,10 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 	return -1, nil
 }
 
-// OnComplete arranges for fn to be called with the future's value and error
-// once it completes. fn is a callback (see the root package's "Callbacks"):
-// it runs on the goroutine that completes the future, after the waiters have
-// been released and after the callbacks registered before it, or at once on
-// the caller if the future has already completed. For a pool task that
-// goroutine is the worker, so fn must be quick. A panic in fn is not
-// recovered.
+// OnComplete calls fn with the future's value and error once it completes:
+// on the goroutine that completes it, after the waiters and the callbacks
+// registered before, or at once if it has completed (see the root package's
+// "Callbacks"). A panic in fn is not recovered.
 func (f *Future[T]) OnComplete(fn func(T, error)) {
 	if fn == nil {
 		panic("future: OnComplete called with a nil function")
@@ -709,15 +644,11 @@ func (c *onComplete[T]) fire(int, bool) (*hook, bool) {
 }
 
 // Then returns a future that completes with fn's result once f succeeds, or
-// with f's error (fn not called) once f fails. fn is a callback (see the
-// root package's "Callbacks"): it runs on the goroutine that completes f, or
-// at once on the caller of Then if f has already completed, after the
-// callbacks registered on f before it. For a pool task that goroutine is the
-// worker, so fn must be quick and must not block. If fn panics or calls
-// runtime.Goexit, the new future fails with an error saying so and the panic
-// goes on up that goroutine. Cancelling the new future fails it with
-// [context.Canceled] and leaves f running: cancel f to stop the work.
-// Completing a chain of Then stages takes constant stack, however long.
+// with f's error once f fails. fn is a callback, as for [Future.OnComplete];
+// if it panics or calls runtime.Goexit, the new future fails saying so and
+// the panic goes on. Cancelling the new future fails it with
+// [context.Canceled] and leaves f running. A chain of any length completes
+// in constant stack.
 func Then[T, U any](f *Future[T], fn func(T) (U, error)) *Future[U] {
 	if f == nil {
 		panic("future: Then called with a nil *Future")
@@ -752,8 +683,7 @@ func (t *then[T, U]) Cancel() {
 // drop forgets fn (and what it captured) once the new future is complete.
 func (t *then[T, U]) drop() { t.fn = nil }
 
-// source is the future t derives from, for a Wait that helps: see helpRun.
-func (t *then[T, U]) source() helpable { return t.src }
+func (t *then[T, U]) source() source { return t.src }
 
 // fire runs the stage. It holds the new future's canceler (t itself) while
 // it uses fn, so that completion cannot drop fn under it.

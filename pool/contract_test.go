@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,10 +117,10 @@ func TestGoexitInTaskIsFailed(t *testing.T) {
 	}
 }
 
-// SubmitWait waits for room instead of being rejected: waiters are served
+// Go waits for room instead of being rejected: waiters are served
 // first in, first out, count in Stats.Waiting, and their permitted events
 // report the whole wait.
-func TestSubmitWaitFIFO(t *testing.T) {
+func TestGoWaitsFIFO(t *testing.T) {
 	b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1})
 	var waits []bool
 	var mu sync.Mutex
@@ -145,7 +144,7 @@ func TestSubmitWaitFIFO(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f, err := pool.SubmitWait(context.Background(), b, func(context.Context) (int, error) {
+			f, err := pool.Go(context.Background(), b, func(context.Context) (int, error) {
 				omu.Lock()
 				order = append(order, i)
 				omu.Unlock()
@@ -189,7 +188,7 @@ func TestSubmitWaitFIFO(t *testing.T) {
 
 // A waiting submitter whose context ends leaves at once with ctx.Err(),
 // counted Cancelled; Close sends the others away with ErrClosed.
-func TestSubmitWaitLeaves(t *testing.T) {
+func TestGoWaiterLeaves(t *testing.T) {
 	b, err := pool.New("test", pool.Config{MaxWorkers: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +205,7 @@ func TestSubmitWaitLeaves(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	leaving := make(chan error, 1)
 	go func() {
-		_, err := b.GoWait(ctx, func(context.Context) error { t.Error("ran"); return nil })
+		_, err := b.Go(ctx, func(context.Context) error { t.Error("ran"); return nil })
 		leaving <- err
 	}()
 	closed := make(chan error, 1)
@@ -214,7 +213,7 @@ func TestSubmitWaitLeaves(t *testing.T) {
 		if !until(func() bool { return b.Stats().Waiting == 1 }) {
 			t.Error("the first waiter never waited")
 		}
-		_, err := pool.SubmitWait(context.Background(), b, g.task(2))
+		_, err := pool.Go(context.Background(), b, g.task(2))
 		closed <- err
 	}()
 	if !until(func() bool { return b.Stats().Waiting == 2 }) {
@@ -249,7 +248,7 @@ func TestBackgroundWorkWithoutCancel(t *testing.T) {
 	b := newPool(t, pool.Config{MaxWorkers: 1})
 	req, endRequest := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "req-1"))
 	started, goOn := make(chan struct{}), make(chan struct{})
-	f, err := b.Go(context.WithoutCancel(req), func(ctx context.Context) error {
+	f, err := b.TryGo(context.WithoutCancel(req), func(ctx context.Context) error {
 		close(started)
 		<-goOn
 		if ctx.Err() != nil {
@@ -322,7 +321,7 @@ func TestStatsSnapshotsAreConsistent(t *testing.T) {
 		go func() {
 			defer submitters.Done()
 			for range 2000 {
-				f, err := pool.SubmitWait(context.Background(), b, func(context.Context) (int, error) { return 1, nil })
+				f, err := pool.Go(context.Background(), b, func(context.Context) (int, error) { return 1, nil })
 				if err == nil && f != nil {
 					f.Cancel()
 				}
@@ -337,45 +336,6 @@ func TestStatsSnapshotsAreConsistent(t *testing.T) {
 	}
 }
 
-// Cancelling one context shared by many queued tasks drops them all from
-// one goroutine, not one goroutine per task.
-func TestSharedContextEndStartsOneGoroutine(t *testing.T) {
-	const n = 2000
-	b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: n})
-	g := newGate()
-	busy := mustSubmit(t, b, g.task(0))
-	g.waitStarted(t, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	fs := make([]*future.Future[int], n)
-	for i := range fs {
-		// Contexts derived with values share their parent's Done channel.
-		f, err := pool.Submit(context.WithValue(ctx, ctxKey{}, i), b, g.task(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fs[i] = f
-	}
-	created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-	metrics.Read(created)
-	before := created[0].Value.Uint64()
-	cancel()
-	_, errs := future.Settle(guardCtx(t), fs...)
-	metrics.Read(created)
-	if d := created[0].Value.Uint64() - before; d > 10 {
-		t.Fatalf("%d goroutines created to drop %d tasks of one context, want about 1", d, n)
-	}
-	for i, err := range errs {
-		if err != context.Canceled {
-			t.Fatalf("task %d: %v, want context.Canceled", i, err)
-		}
-	}
-	g.release()
-	wait(t, busy)
-	if s := atRest(t, b); s.Cancelled != n {
-		t.Fatalf("Stats %+v", s)
-	}
-}
-
 // Nil and zero inputs panic with a message naming the call.
 func TestPoolFirstContactMisuse(t *testing.T) {
 	var nilPool *pool.Bulkhead
@@ -385,12 +345,12 @@ func TestPoolFirstContactMisuse(t *testing.T) {
 		fn   func()
 		want string
 	}{
-		"Close(nil)":       {func() { _ = newPool(t, pool.Config{MaxWorkers: 1}).Close(nil) }, "pool: Close called with a nil Context"},
-		"Submit nil pool":  {func() { _, _ = pool.Submit(context.Background(), nilPool, fn) }, "pool: Submit called with a nil *Bulkhead"},
-		"Submit zero pool": {func() { _, _ = pool.Submit(context.Background(), &zero, fn) }, "pool: Bulkhead used without New"},
-		"SubmitWait nil":   {func() { _, _ = pool.SubmitWait[int](context.Background(), nilPool, nil) }, "pool: SubmitWait called with a nil *Bulkhead"},
-		"GoWait nil fn":    {func() { _, _ = newPool(t, pool.Config{MaxWorkers: 1}).GoWait(context.Background(), nil) }, "pool: GoWait called with a nil function"},
-		"Close zero pool":  {func() { _ = zero.Close(context.Background()) }, "pool: Close called on a Bulkhead not made by New"},
+		"Close(nil)":         {func() { _ = newPool(t, pool.Config{MaxWorkers: 1}).Close(nil) }, "pool: Close called with a nil Context"},
+		"Submit nil pool":    {func() { _, _ = pool.Submit(context.Background(), nilPool, fn) }, "pool: Submit called with a nil *Bulkhead"},
+		"Submit zero pool":   {func() { _, _ = pool.Submit(context.Background(), &zero, fn) }, "pool: Bulkhead used without New"},
+		"Go nil":             {func() { _, _ = pool.Go[int](context.Background(), nilPool, nil) }, "pool: Go called with a nil *Bulkhead"},
+		"Bulkhead.Go nil fn": {func() { _, _ = newPool(t, pool.Config{MaxWorkers: 1}).Go(context.Background(), nil) }, "pool: Go called with a nil function"},
+		"Close zero pool":    {func() { _ = zero.Close(context.Background()) }, "pool: Close called on a Bulkhead not made by New"},
 	} {
 		func() {
 			defer func() {

@@ -35,10 +35,10 @@ func ExampleSubmit() {
 }
 
 // Fan-out that must run every task: 50 lookups on 4 workers with a queue of
-// 10. SubmitWait waits for room instead of rejecting; future.All gathers the
+// 10. Go waits for room instead of rejecting; future.All gathers the
 // values in order, and if one lookup fails it returns that lookup's index
 // and error and cancels the rest.
-func ExampleSubmitWait() {
+func ExampleGo() {
 	ctx := context.Background()
 	lookups, err := pool.New("lookups", pool.Config{MaxWorkers: 4, QueueCapacity: 10})
 	if err != nil {
@@ -49,7 +49,7 @@ func ExampleSubmitWait() {
 
 	var fs []*future.Future[int]
 	for i := range 50 {
-		f, err := pool.SubmitWait(ctx, lookups, func(ctx context.Context) (int, error) { return lookup(ctx, i) })
+		f, err := pool.Go(ctx, lookups, func(ctx context.Context) (int, error) { return lookup(ctx, i) })
 		if err != nil {
 			panic(err) // ctx ended, or the pool was closed
 		}
@@ -61,15 +61,15 @@ func ExampleSubmitWait() {
 	// Output: 50 49 <nil> 0
 }
 
-func ExampleBulkhead_Go() {
+func ExampleBulkhead_TryGo() {
 	ctx := context.Background()
 	audit, _ := pool.New("audit", pool.Config{MaxWorkers: 1, QueueCapacity: 1})
 	defer audit.Close(ctx)
 
 	release := make(chan struct{})
-	first, _ := audit.Go(ctx, func(context.Context) error { <-release; return nil })
-	second, _ := audit.Go(ctx, func(context.Context) error { return nil }) // queued
-	_, err := audit.Go(ctx, func(context.Context) error { return nil })
+	first, _ := audit.TryGo(ctx, func(context.Context) error { <-release; return nil })
+	second, _ := audit.TryGo(ctx, func(context.Context) error { return nil }) // queued
+	_, err := audit.TryGo(ctx, func(context.Context) error { return nil })
 	fmt.Println(errors.Is(err, bulkhead.ErrBulkheadFull))
 	fmt.Println(err)
 

@@ -44,12 +44,12 @@ func TestHelpFromGoroutinesOfATaskIsBounded(t *testing.T) {
 			return nil
 		}
 		checked := make(chan struct{})
-		parent, err := b.Go(context.Background(), func(ctx context.Context) error {
+		parent, err := b.TryGo(context.Background(), func(ctx context.Context) error {
 			enter()
 			defer cur.Add(-1)
 			var fs []*future.Future[struct{}]
 			for range leaves {
-				f, err := b.Go(ctx, leaf)
+				f, err := b.TryGo(ctx, leaf)
 				if err != nil {
 					return err
 				}
@@ -96,17 +96,17 @@ func TestHelpFromGoroutinesOfATaskIsBounded(t *testing.T) {
 	})
 }
 
-// A helped task that finishes frees a worker like any other: with
-// MaxWorkers 2, A running and helping Q1, X finishing (InFlight 3 -> 2, no
-// worker free) and then Q1 (2 -> 1), the next queued task Q2 starts, ahead
-// of anything submitted later.
+// A helped task runs in its lender's slot, and takes no other: with
+// MaxWorkers 2, A blocked helping Q1 (in A's slot) and X running, X
+// finishing frees a slot, and the next queued task Q2 starts in it at once,
+// while Q1 still runs; once Q1 has finished, A has its slot back.
 func TestHelpedTaskFinishingStartsTheNextQueued(t *testing.T) {
 	b := newPool(t, pool.Config{MaxWorkers: 2, QueueCapacity: 10})
 	xRelease, q1Started, q1Release, aRelease := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	q2Ran := make(chan struct{})
 	aReady := make(chan *future.Future[struct{}], 1)
-	x, _ := b.Go(context.Background(), func(context.Context) error { <-xRelease; return nil })
-	a, _ := b.Go(context.Background(), func(ctx context.Context) error {
+	x, _ := b.TryGo(context.Background(), func(context.Context) error { <-xRelease; return nil })
+	a, _ := b.TryGo(context.Background(), func(ctx context.Context) error {
 		f := <-aReady
 		if _, err := f.Wait(ctx); err != nil { // starts Q1 in A's slot
 			return err
@@ -114,19 +114,22 @@ func TestHelpedTaskFinishingStartsTheNextQueued(t *testing.T) {
 		<-aRelease // A keeps its worker, and does not wait for Q2
 		return nil
 	})
-	q1, _ := b.Go(context.Background(), func(context.Context) error { close(q1Started); <-q1Release; return nil })
-	q2, _ := b.Go(context.Background(), func(context.Context) error { close(q2Ran); return nil })
+	q1, _ := b.TryGo(context.Background(), func(context.Context) error { close(q1Started); <-q1Release; return nil })
+	q2, _ := b.TryGo(context.Background(), func(context.Context) error { close(q2Ran); return nil })
 	aReady <- q1
 	recv(t, q1Started, "Q1 to start in A's slot")
+	if s := b.Stats(); s.InFlight != 3 || s.AvailableConcurrentCalls != 0 || s.QueueDepth != 1 {
+		t.Fatalf("Stats %+v, want X, A and Q1 running (Q1 in A's slot), Q2 queued", s)
+	}
 	close(xRelease)
 	wait(t, x)
-	if s := b.Stats(); s.InFlight != 2 || s.QueueDepth != 1 {
-		t.Fatalf("Stats %+v, want A and Q1 running, Q2 queued", s)
+	recv(t, q2Ran, "Q2 to start in the slot X freed")
+	wait(t, q2)
+	if s := b.Stats(); s.InFlight != 2 || s.AvailableConcurrentCalls != 1 || s.QueueDepth != 0 {
+		t.Fatalf("Stats %+v, want A and Q1 running in one slot", s)
 	}
 	close(q1Release)
 	wait(t, q1)
-	recv(t, q2Ran, "Q2 to start on the worker Q1 freed")
-	wait(t, q2)
 	close(aRelease)
 	wait(t, a)
 	if s := atRest(t, b); s.Permitted != 4 || s.Finished != 4 || s.Failed != 0 {
@@ -322,10 +325,10 @@ func TestHelpUnderMixedOutcomes(t *testing.T) {
 	}
 	var fs []*future.Future[int]
 	for p := range parents {
-		f, err := pool.SubmitWait(guardCtx(t), b, func(ctx context.Context) (int, error) {
+		f, err := pool.Go(guardCtx(t), b, func(ctx context.Context) (int, error) {
 			var cs []*future.Future[int]
 			for i := range children {
-				c, err := pool.SubmitWait(ctx, b, child(p+i))
+				c, err := pool.Go(ctx, b, child(p+i))
 				if err != nil {
 					return 0, err
 				}

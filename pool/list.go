@@ -1,30 +1,45 @@
 package pool
 
-// list is a doubly linked list of nodes with O(1) removal, used for the
-// queue (oldest first) and for the running tasks. It is guarded by the
-// Bulkhead's mutex; a node is on at most one list at a time.
-type list struct{ head, tail *node }
-
-func (l *list) pushBack(n *node) {
-	n.prev, n.next = l.tail, nil
-	if l.tail == nil {
-		l.head = n
-	} else {
-		l.tail.next = n
-	}
-	l.tail = n
+// queue is a first-in, first-out list of nodes with O(1) removal: the
+// queue of tasks waiting for a worker, the line of submitters waiting for
+// room, and the running tasks. It is guarded by the Bulkhead's mutex; a
+// node is on at most one queue at a time.
+type queue struct {
+	head, tail *node
+	len        int
 }
 
-func (l *list) remove(n *node) {
+func (q *queue) push(n *node) {
+	n.prev, n.next = q.tail, nil
+	if q.tail == nil {
+		q.head = n
+	} else {
+		q.tail.next = n
+	}
+	q.tail = n
+	q.len++
+}
+
+func (q *queue) remove(n *node) {
 	if n.prev == nil {
-		l.head = n.next
+		q.head = n.next
 	} else {
 		n.prev.next = n.next
 	}
 	if n.next == nil {
-		l.tail = n.prev
+		q.tail = n.prev
 	} else {
 		n.next.prev = n.prev
 	}
 	n.prev, n.next = nil, nil
+	q.len--
+}
+
+// pop removes and returns the oldest node, or nil.
+func (q *queue) pop() *node {
+	n := q.head
+	if n != nil {
+		q.remove(n)
+	}
+	return n
 }

@@ -18,19 +18,11 @@ import (
 	"github.com/bulkhead-go/bulkhead/internal/event"
 )
 
-// antsHeadroom is how many ants workers the pool may have per allowed task.
-// An ants worker stays busy after its task's slot is freed: a moment inside
-// ants, and while it completes the future and runs subscribers and future
-// callbacks. The bulkhead's own count is what limits running tasks to
-// MaxWorkers; the ants pool is non-blocking, and when it has no free worker
-// the task starts on a goroutine of the bulkhead's own (see invoke).
-const antsHeadroom = 2
-
 // Bulkhead runs tasks on at most MaxWorkers worker goroutines, with a
 // bounded first-in, first-out queue of tasks waiting for a worker, and
 // rejects work at once when both are full. Submit tasks with [Submit] or
-// [Bulkhead.Go], or wait for room with [SubmitWait] or [Bulkhead.GoWait]. A
-// Bulkhead is safe for concurrent use; create one with [New] and stop it with
+// [Bulkhead.TryGo], or wait for room with [Go] or [Bulkhead.Go]. A Bulkhead
+// is safe for concurrent use; create one with [New] and stop it with
 // [Bulkhead.Close].
 type Bulkhead struct {
 	// saturated is true while every worker is busy and the queue is full,
@@ -45,49 +37,38 @@ type Bulkhead struct {
 	cfg  atomic.Pointer[Config]
 	full atomic.Pointer[fullErrors]
 	ants atomic.Pointer[ants.PoolWithFunc]
-	// busy counts the goroutines running work: ants workers, our own when
-	// ants has none free, and the queue's timer and context watches while
-	// they fail dropped tasks (their futures' callbacks run there). Close
-	// waits for it to reach 0 (see workDone and releaseLocked).
+	// busy counts the goroutines doing the Bulkhead's work: workers from
+	// invoke to the end of their task's callbacks, and the goroutines that
+	// fail dropped tasks (their futures' callbacks run there). Close waits
+	// for it to reach 0 (see workDone).
 	busy atomic.Int64
 
-	mu         sync.Mutex // guards everything below and every node's links and state
-	active     int        // tasks running (or handed to a worker to run)
-	queued     int
-	nwaiting   int // SubmitWait callers waiting for room
-	maxWorkers int
-	queueCap   int
-	maxWait    time.Duration
-	keepAlive  time.Duration
+	mu sync.Mutex // guards everything below and every node's links and state
+	// active counts the tasks running; lent those of them that run in the
+	// slot of a task that waits for them (see help), so that active-lent
+	// slots are taken.
+	active, lent int
+	maxWorkers   int
+	queueCap     int
+	maxWait      time.Duration
+	keepAlive    time.Duration
 	// The queue's timeout: one timer, armed for the earliest deadline of a
 	// queued task (see armLocked and expireQueued).
 	timerAt  int64 // deadline (from now()) the latest timer was armed for; 0 = none
-	expiring bool  // expireQueued is scanning the queue: it arms the timer itself
 	unsorted bool  // a task was queued with an earlier deadline than one before it
 	lastDL   int64 // the latest deadline of a task put in the queue
 	timer    *time.Timer
 	// counters; Rejected is above
 	permitted, cancelled, finished, failed uint64
-	waiting                                list // SubmitWait callers' tasks waiting for room, oldest first
-	queue                                  list // waiting for a worker, oldest first
-	running                                list // active tasks, for Close to cancel
-	watches                                map[<-chan struct{}]*watch
-	releasing                              bool          // closed and drained: released closes once busy is 0
-	releaseStarted                         bool          // the release goroutine has started
-	helpFree                               chan struct{} // closed when a lent slot is given back, if a wait wants one (see help)
-	released                               chan struct{} // closed when no worker of the bulkhead is left
+	waiting                                queue         // submitters' tasks waiting for room (Go), oldest first
+	queue                                  queue         // waiting for a worker, oldest first
+	running                                queue         // for Close to cancel
+	loanEnded                              chan struct{} // closed when a loan ends, if a wait wants to know (see help)
+	released                               chan struct{} // closed when Close is done: drained, and no goroutine busy
+	releasing                              bool          // released is closed or being closed
 }
 
 type fullErrors struct{ now, waited *bulkhead.FullError }
-
-// watch is one context.AfterFunc on a context shared by queued tasks (those
-// whose contexts have the same Done channel), so that its end drops them all
-// from one goroutine.
-type watch struct {
-	ctx  context.Context
-	stop func() bool
-	head *node // linked by wnext and wprev
-}
 
 // New returns a Bulkhead named name with the given configuration. It fails
 // if the name is empty or a field is out of range. The Bulkhead owns an ants
@@ -114,16 +95,16 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 	return b, nil
 }
 
-// rethrow is the ants pool's panic handler. A panic reaches ants only from a
-// callback (an event subscriber, a future callback) on a worker, since a
-// task's own panic is recovered into its future; ants would log it and carry
-// on, so it is raised again: like a panic on any goroutine, it ends the
-// program (see the root package's "Callbacks").
+// rethrow is the ants pool's panic handler: a panic reaches ants only from
+// a callback on a worker, and ends the program, as on any goroutine (ants
+// would log it and carry on).
 func rethrow(v any) { panic(v) }
 
+// newAnts makes the ants pool of workers, unlimited: the Bulkhead's own count
+// limits running tasks, and a worker stays busy a moment after its slot is
+// freed (callbacks), so that a fixed size would fail although a slot is free.
 func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
-	return ants.NewPoolWithFunc(antsHeadroom*cfg.MaxWorkers, b.work,
-		ants.WithExpiryDuration(cfg.keepAlive()), ants.WithNonblocking(true), ants.WithPanicHandler(rethrow))
+	return ants.NewPoolWithFunc(-1, b.work, ants.WithExpiryDuration(cfg.keepAlive()), ants.WithPanicHandler(rethrow))
 }
 
 // apply installs cfg's limits and rejection errors. b.mu must be held, or b
@@ -138,10 +119,13 @@ func (b *Bulkhead) apply(cfg Config) {
 	b.full.Store(&fullErrors{now: &e, waited: &w})
 }
 
+// free reports whether a slot is free. b.mu must be held.
+func (b *Bulkhead) free() bool { return b.active-b.lent < b.maxWorkers }
+
 // storeSaturated publishes whether b is saturated, for the lock-free rejection
 // check. b.mu must be held.
 func (b *Bulkhead) storeSaturated() {
-	if s := b.active >= b.maxWorkers && b.queued >= b.queueCap; s != b.saturated.Load() {
+	if s := !b.free() && b.queue.len >= b.queueCap; s != b.saturated.Load() {
 		b.saturated.Store(s)
 	}
 }
@@ -157,13 +141,9 @@ func (b *Bulkhead) String() string { return fmt.Sprintf("pool bulkhead %q", b.na
 
 // Subscribe calls fn with every event of this Bulkhead until cancel is
 // called. fn is a callback (see the root package's "Callbacks"): it runs with
-// no lock held on the goroutine where the event happened: the submitter (a
-// rejection), the worker (a task permitted or finished), the goroutine that
-// cancelled or dropped a queued task, the caller of Reconfigure (a limit
-// changed). A task's future is completed before its finished event is
-// published. On a worker, fn delays the worker's next task, so it must be
-// quick. A panic in fn is not recovered: on a worker it ends the program,
-// as a panic on any goroutine does.
+// no lock held on the goroutine where the event happened (the submitter, the
+// worker, the goroutine that dropped a queued task, the caller of
+// Reconfigure); a task's future completes before its finished event.
 func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	if fn == nil {
 		panic("pool: Subscribe called with a nil function")
@@ -176,22 +156,13 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // room, it waits there, first in, first out; otherwise Submit returns a
 // [*bulkhead.FullError] (matching [bulkhead.ErrBulkheadFull]). It returns
 // ctx.Err() if ctx has already ended and [bulkhead.ErrClosed] after Close.
-// To wait for room instead of being rejected, use [SubmitWait].
+// To wait for room instead of being rejected, use [Go].
 //
-// fn receives a context that carries ctx's values and deadline and is
-// cancelled when ctx ends, when the future is cancelled, when Close gives up
-// waiting, and once fn returns. So work that must outlive the request that
-// started it (an email sent after the response) needs a ctx that does not
-// end with the request: pass context.WithoutCancel(r.Context()). A task still
-// queued when ctx ends or its future is cancelled leaves the queue at once
-// and never runs; its future fails with the context's error. A panic in fn
-// completes the future with a [*bulkhead.PanicError], and a runtime.Goexit
-// in fn fails it too; the pool carries on.
-//
-// Waiting on the future of a task of the same pool from inside a task (with
-// the task's context) never deadlocks the pool: if that task is still
-// queued, it starts at once in the waiting task's slot (see "Waiting inside
-// a task" in the package documentation).
+// fn's context is a child of ctx, cancelled also when the future is
+// cancelled, when Close gives up waiting, and once fn returns. A task still
+// queued when ctx ends or its future is cancelled leaves the queue at once;
+// its future fails with the context's error. A panic in fn fails the future
+// with a [*bulkhead.PanicError], a runtime.Goexit fails it too.
 func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Submit", ctx, b)
@@ -199,46 +170,45 @@ func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T
 	return submit(ctx, b, fn, nil, false)
 }
 
-// SubmitWait is [Submit] for fan-out that must run every task: when every
-// worker is busy and the queue is full, it waits for room instead of
-// returning a FullError. Waiting submitters are served first in, first out;
-// one whose ctx ends leaves at once with ctx.Err() (counted Cancelled), and
-// Close sends those still waiting away with [bulkhead.ErrClosed]. While they
-// wait they count in [bulkhead.Stats] Waiting, and the permitted event of
-// their task reports the whole wait.
-func SubmitWait[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
+// Go is [Submit] for fan-out that must run every task: with the queue full,
+// it waits for room, first in, first out, as errgroup's Go waits, until ctx
+// ends (ctx.Err(), counted Cancelled) or Close ([bulkhead.ErrClosed]).
+// Waiting callers count in [bulkhead.Stats] Waiting. Called from a task of
+// b with the task's context, it runs fn in the caller's slot instead, and
+// returns once fn has finished (see "Waiting inside a task").
+func Go[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
 	if fn == nil || ctx == nil || b == nil {
-		misuse("SubmitWait", ctx, b)
+		misuse("Go", ctx, b)
 	}
 	return submit(ctx, b, fn, nil, true)
 }
 
-// Go is [Submit] for a function that returns only an error.
-func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*future.Future[struct{}], error) {
+// TryGo is [Submit] for a function that returns only an error: it never
+// waits.
+func (b *Bulkhead) TryGo(ctx context.Context, fn func(context.Context) error) (*future.Future[struct{}], error) {
 	if fn == nil || ctx == nil || b == nil {
-		misuse("Go", ctx, b)
+		misuse("TryGo", ctx, b)
 	}
 	return submit[struct{}](ctx, b, nil, fn, false)
 }
 
-// GoWait is [SubmitWait] for a function that returns only an error.
-func (b *Bulkhead) GoWait(ctx context.Context, fn func(context.Context) error) (*future.Future[struct{}], error) {
+// Go is [Go] for a function that returns only an error: it waits for room.
+func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*future.Future[struct{}], error) {
 	if fn == nil || ctx == nil || b == nil {
-		misuse("GoWait", ctx, b)
+		misuse("Go", ctx, b)
 	}
 	return submit[struct{}](ctx, b, nil, fn, true)
 }
 
-// submit is Submit, SubmitWait, Go and GoWait once their arguments are
+// submit is Submit, Go, TryGo and Bulkhead.Go once their arguments are
 // checked: fn, or else fnErr, is the task's function.
 func submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error), fnErr func(context.Context) error, wait bool) (*future.Future[T], error) {
 	if err := b.precheck(ctx, wait); err != nil {
 		return nil, err
 	}
-	t := &task[T]{fn: fn, fnErr: fnErr}
-	t.j = t
-	t.p = future.NewPromise[T](&t.node)
+	t := newTask(b, ctx, fn, fnErr)
 	if err := b.admit(ctx, &t.node, wait); err != nil {
+		t.cancel(context.Canceled)
 		return nil, err
 	}
 	return t.p.Future(), nil
@@ -259,6 +229,9 @@ func misuse(name string, ctx context.Context, b *Bulkhead) {
 // precheck refuses work without locking or allocating: a context that has
 // ended, a closed bulkhead, or a full one (unless the caller will wait).
 func (b *Bulkhead) precheck(ctx context.Context, wait bool) error {
+	if b.cfg.Load() == nil {
+		panic("pool: Bulkhead used without New")
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -271,8 +244,7 @@ func (b *Bulkhead) precheck(ctx context.Context, wait bool) error {
 	return nil
 }
 
-// reject counts and reports a rejection at submission. (A Bulkhead not
-// made by New is never saturated: admit reports it.)
+// reject counts and reports a rejection at submission.
 func (b *Bulkhead) reject() error {
 	fe := b.full.Load()
 	b.rejected.Add(1)
@@ -282,55 +254,53 @@ func (b *Bulkhead) reject() error {
 	return fe.now
 }
 
-// admit starts or queues n, a new task, or makes its submitter wait for
-// room (wait), or rejects it.
+// admit is the one admission decision: it starts n, a new task, on a free
+// worker, or queues it, or (wait) runs it in the slot of the task of b
+// that submits it, or makes its submitter wait for room, or rejects it.
 func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
-	if b.cfg.Load() == nil {
-		panic("pool: Bulkhead used without New")
-	}
-	n.b = b
-	n.ctx.parent, n.ctx.hide = ctx, ctx.Done() != nil
 	b.mu.Lock()
 	switch {
 	case b.closed.Load():
 		b.mu.Unlock()
 		return bulkhead.ErrClosed
-	case b.active < b.maxWorkers:
+	case b.free():
 		b.startLocked(n)
 		b.mu.Unlock()
 		b.invoke(n)
 		return nil
-	case b.queued < b.queueCap:
-		if b.hub.Active() {
-			n.queuedAt = now()
-		}
+	case b.queue.len < b.queueCap:
 		b.enqueueLocked(n)
 		b.mu.Unlock()
 		return nil
-	case wait:
-		if b.hub.Active() {
-			n.queuedAt = now()
-		}
-		n.state = stWaiting
-		n.ready = make(chan struct{})
-		b.waiting.pushBack(n)
-		b.nwaiting++
+	case !wait:
 		b.mu.Unlock()
-		return b.awaitRoom(ctx, n)
+		return b.reject()
 	}
+	if by := b.caller(ctx); by != nil && !by.lent {
+		b.lendLocked(by, n)
+		b.mu.Unlock()
+		b.runLent(n)
+		return nil
+	}
+	if b.hub.Active() {
+		n.queuedAt = now()
+	}
+	n.state = stWaiting
+	n.ready = make(chan struct{})
+	b.waiting.push(n)
 	b.mu.Unlock()
-	return b.reject()
+	return b.awaitRoom(ctx, n)
 }
 
-// awaitRoom waits until n, a SubmitWait task, is admitted (started or
-// queued) or refused by Close, or ctx ends.
+// awaitRoom waits until n, the task of a submitter that waits for room, is
+// admitted (started or queued) or refused by Close, or ctx ends.
 func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 	select {
 	case <-n.ready:
 	case <-ctx.Done():
 		b.mu.Lock()
 		if n.state == stWaiting {
-			b.unwaitLocked(n)
+			b.waiting.remove(n)
 			b.cancelled++
 			n.state = stDone
 			b.mu.Unlock()
@@ -348,25 +318,29 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 	return nil
 }
 
-// startLocked counts n as running. b.mu must be held and a worker free.
+// startLocked counts n as running. b.mu must be held and a slot free (or
+// lent to n).
 func (b *Bulkhead) startLocked(n *node) {
 	b.active++
 	n.state = stRunning
-	b.running.pushBack(n)
+	b.running.push(n)
 	b.permitted++
 	b.storeSaturated()
 }
 
-// enqueueLocked puts n at the back of the queue. b.mu must be held and the
-// queue have room.
+// enqueueLocked puts n at the back of the queue, and watches its
+// submitter's context, so that n leaves the queue as soon as it ends. b.mu
+// must be held and the queue have room.
 func (b *Bulkhead) enqueueLocked(n *node) {
+	if n.queuedAt == 0 && b.hub.Active() {
+		n.queuedAt = now()
+	}
 	n.state = stQueued
-	b.queue.pushBack(n)
-	b.queued++
+	b.queue.push(n)
 	b.storeSaturated()
 	if b.maxWait > 0 {
 		n.deadline = now() + int64(b.maxWait)
-		if b.queued == 1 {
+		if b.queue.len == 1 {
 			b.unsorted = false
 		} else if n.deadline < b.lastDL {
 			b.unsorted = true // QueueTimeout was shortened: see expireQueued
@@ -374,27 +348,64 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 		b.lastDL = n.deadline
 		b.armLocked(n.deadline)
 	}
-	b.watchLocked(n)
+	if parent := n.tc.parent; parent.Done() != nil {
+		n.stop = context.AfterFunc(parent, func() { b.parentDone(n) })
+	}
 }
 
-// armLocked makes the queue's timer fire by deadline dl. Tasks are queued in
-// FIFO order with the same QueueTimeout, so their deadlines come in order
-// and the timer is armed for the head's; a timer left armed for a task that
-// has since left the queue fires early and finds nothing to do. b.mu must be
-// held.
+// unqueueLocked takes n out of the queue, stops watching its submitter's
+// context, and moves a waiting submitter's task into the room it leaves.
+// b.mu must be held.
+func (b *Bulkhead) unqueueLocked(n *node) {
+	b.queue.remove(n)
+	if n.stop != nil {
+		n.stop()
+		n.stop = nil
+	}
+	b.refillLocked()
+}
+
+// refillLocked moves waiting submitters' tasks into the queue while it has
+// room. b.mu must be held.
+func (b *Bulkhead) refillLocked() {
+	for n := b.waiting.head; n != nil && b.queue.len < b.queueCap; n = b.waiting.head {
+		b.waiting.remove(n)
+		b.enqueueLocked(n)
+		close(n.ready)
+	}
+	b.storeSaturated()
+}
+
+// popLocked takes the oldest waiting task, for the caller to start: the
+// queue's head, else the oldest waiting submitter's, else nil. b.mu held.
+func (b *Bulkhead) popLocked() *node {
+	if n := b.queue.head; n != nil {
+		b.unqueueLocked(n)
+		return n
+	}
+	if n := b.waiting.pop(); n != nil {
+		close(n.ready)
+		return n
+	}
+	return nil
+}
+
+// armLocked makes the queue's one timer fire by deadline dl (deadlines come
+// in queue order; an early firing finds nothing to do). b.mu must be held.
 func (b *Bulkhead) armLocked(dl int64) {
-	if b.expiring || (b.timerAt != 0 && b.timerAt <= dl) {
+	if b.timerAt != 0 && b.timerAt <= dl {
 		return
 	}
 	b.timerAt = dl
-	// A new timer, not Reset: the bulkhead may be used from a testing/synctest
-	// bubble that the previous timer does not belong to.
+	// A new timer each time, not Reset: the bulkhead may be used from a
+	// testing/synctest bubble that an earlier timer does not belong to.
 	b.timer = time.AfterFunc(time.Duration(dl-now()), func() { b.expireQueued(dl) })
 }
 
 // expireQueued drops the queued tasks whose QueueTimeout has passed, then
 // arms the timer for the next deadline. at is the deadline the firing timer
-// was armed for.
+// was armed for. The scan stops at the first task not due, unless a
+// shortened QueueTimeout put later deadlines before earlier ones.
 func (b *Bulkhead) expireQueued(at int64) {
 	defer b.workDone()
 	b.mu.Lock()
@@ -402,35 +413,25 @@ func (b *Bulkhead) expireQueued(at int64) {
 	if b.timerAt == at {
 		b.timerAt = 0
 	}
-	b.expiring = true
-	t := now()
+	t, next := now(), int64(0)
 	var drop []*node
-	var next int64
-	// Dropping a task may move a SubmitWait caller's task into the queue,
-	// at its back: the scan goes on from prev, so that it sees those too.
-	var prev *node
 	for n := b.queue.head; n != nil; {
-		switch {
-		case n.deadline != 0 && n.deadline <= t:
+		nx := n.next // a task that dropLocked queues at the back arms the timer itself
+		if n.deadline != 0 && n.deadline <= t {
 			b.dropLocked(n)
 			b.rejected.Add(1)
 			drop = append(drop, n)
-			if prev == nil {
-				n = b.queue.head
-			} else {
-				n = prev.next
+		} else if n.deadline != 0 {
+			next = min(next, n.deadline)
+			if next == 0 {
+				next = n.deadline
 			}
-			continue
-		case n.deadline == 0: // queued while there was no QueueTimeout
-		case next == 0 || n.deadline < next:
-			next = n.deadline
+			if !b.unsorted {
+				break // the rest come later
+			}
 		}
-		if next != 0 && !b.unsorted {
-			break // the rest come later
-		}
-		prev, n = n, n.next
+		n = nx
 	}
-	b.expiring = false
 	if next != 0 {
 		b.armLocked(next)
 	}
@@ -440,137 +441,31 @@ func (b *Bulkhead) expireQueued(at int64) {
 	}
 }
 
-// popLocked takes the task that has waited longest for a worker, and leaves
-// it for the caller to start: the queue's head (the oldest waiting
-// submitter then moves into the queue), or, with the queue empty, the oldest
-// waiting submitter's task. It returns nil if nothing waits. b.mu must be
-// held.
-func (b *Bulkhead) popLocked() *node {
-	if n := b.queue.head; n != nil {
-		b.unqueueLocked(n)
-		b.refillLocked()
-		return n
-	}
-	if n := b.waiting.head; n != nil {
-		b.unwaitLocked(n)
-		close(n.ready)
-		return n
-	}
-	return nil
-}
-
-// unwaitLocked takes n out of the line of SubmitWait callers waiting for
-// room. b.mu must be held.
-func (b *Bulkhead) unwaitLocked(n *node) {
-	b.waiting.remove(n)
-	b.nwaiting--
-}
-
-// unqueueLocked takes n out of the queue and its watch. b.mu must be held.
-func (b *Bulkhead) unqueueLocked(n *node) {
-	b.queue.remove(n)
-	b.queued--
-	b.unwatchLocked(n)
-	b.storeSaturated()
-}
-
-// refillLocked moves waiting submitters' tasks into the queue while it has
-// room. b.mu must be held.
-func (b *Bulkhead) refillLocked() {
-	for b.queued < b.queueCap && b.waiting.head != nil {
-		n := b.waiting.head
-		b.unwaitLocked(n)
-		b.enqueueLocked(n)
-		close(n.ready)
-	}
-}
-
-// watchLocked makes n leave the queue as soon as its submitter's context
-// ends. Queued tasks whose contexts share a Done channel share one watch.
-// b.mu must be held.
-func (b *Bulkhead) watchLocked(n *node) {
-	if !n.ctx.hide {
-		return // the context cannot end
-	}
-	d := n.ctx.parent.Done()
-	w := b.watches[d]
-	if w == nil {
-		if b.watches == nil {
-			b.watches = make(map[<-chan struct{}]*watch)
-		}
-		w = &watch{ctx: n.ctx.parent}
-		b.watches[d] = w
-		w.stop = context.AfterFunc(n.ctx.parent, func() { b.parentDone(w) })
-	}
-	n.w, n.wprev, n.wnext = w, nil, w.head
-	if w.head != nil {
-		w.head.wprev = n
-	}
-	w.head = n
-}
-
-// unwatchLocked takes n off its watch, and stops the watch if n was the
-// last on it. b.mu must be held.
-func (b *Bulkhead) unwatchLocked(n *node) {
-	w := n.w
-	if w == nil {
-		return
-	}
-	if n.wprev == nil {
-		w.head = n.wnext
-	} else {
-		n.wprev.wnext = n.wnext
-	}
-	if n.wnext != nil {
-		n.wnext.wprev = n.wprev
-	}
-	n.w, n.wprev, n.wnext = nil, nil, nil
-	if w.head == nil {
-		w.stop()
-		delete(b.watches, w.ctx.Done())
-	}
-}
-
-// parentDone drops every task still queued under w, whose context has ended,
-// from the one goroutine context.AfterFunc started.
-func (b *Bulkhead) parentDone(w *watch) {
+// parentDone drops n, queued, when its submitter's context has ended.
+func (b *Bulkhead) parentDone(n *node) {
 	defer b.workDone()
 	b.mu.Lock()
 	b.busy.Add(1) // before a drop can find the bulkhead drained: see workDone
-	var drop []*node
-	for w.head != nil {
-		n := w.head
-		b.dropLocked(n)
-		b.cancelled++
-		drop = append(drop, n)
+	if n.state != stQueued {
+		b.mu.Unlock()
+		return
 	}
+	b.dropLocked(n)
+	b.cancelled++
+	err := n.tc.parent.Err()
 	b.mu.Unlock()
-	b.droppedAll(drop, bulkhead.EventCancelled, w.ctx.Err())
+	b.dropped(n, bulkhead.EventCancelled, err)
 }
 
-// invoke hands a started node to a worker, without blocking: an idle ants
-// worker if there is one, else a new goroutine of the bulkhead's own. The
-// ants pool may have no idle worker although fewer than MaxWorkers tasks
-// run, since its workers stay busy after their tasks' slots are freed (see
-// antsHeadroom).
+// invoke hands n to an ants worker (Invoke fails only on a replaced pool).
 func (b *Bulkhead) invoke(n *node) {
 	b.busy.Add(1)
-	for {
-		p := b.ants.Load()
-		err := p.Invoke(n)
-		if err == nil {
-			return
-		}
-		if err == ants.ErrPoolClosed && b.ants.Load() != p {
-			continue // Reconfigure replaced the pool under us
-		}
-		go b.work(n)
-		return
+	for b.ants.Load().Invoke(n) != nil {
 	}
 }
 
 // work is the ants pool's function: it runs n, then, while tasks wait and
-// the worker limit allows, the oldest of them, on this goroutine.
+// a slot is free, the oldest of them, on this goroutine.
 func (b *Bulkhead) work(arg any) {
 	defer b.workDone()
 	for n := arg.(*node); n != nil; {
@@ -579,14 +474,12 @@ func (b *Bulkhead) work(arg any) {
 }
 
 // workDone ends a goroutine's work (counted by invoke, expireQueued or
-// parentDone). The last one to end after Close starts the release.
+// parentDone). After Close, the last one to end lets Close return.
 func (b *Bulkhead) workDone() {
-	// Close stores closed before drainedLocked reads busy: either this
-	// sees closed, or drainedLocked sees this decrement.
+	// Close stores closed before it reads busy: either this sees closed,
+	// or Close sees this decrement.
 	if b.busy.Add(-1) == 0 && b.closed.Load() {
-		b.mu.Lock()
-		b.releaseLocked()
-		b.mu.Unlock()
+		b.releaseIfDone()
 	}
 }
 
@@ -627,13 +520,10 @@ func (b *Bulkhead) run(n *node) (next *node) {
 	return b.finish(n, start, false)
 }
 
-// finish accounts for a task that has run (giving back the slot it was lent,
-// if help started it), picks the next waiting task for this worker (unless
-// leaving: this goroutine is ending), completes n's future and publishes
-// EventFinished. The accounting comes
-// first, so whoever sees the future done also sees the worker free. No
-// callback runs while this goroutine owes anything: if any will run, the
-// next task goes to another worker first.
+// finish accounts for n (ending its loan), picks this worker's next task,
+// then completes n's future and publishes EventFinished: whoever sees the
+// future done sees the slot free. If a callback ends the goroutine, or it
+// is leaving, the next task goes to another worker.
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	err := n.j.result()
 	b.mu.Lock()
@@ -644,33 +534,44 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	b.running.remove(n)
 	n.state = stDone
 	b.active--
-	if n.helpedBy != nil {
-		// The slot goes back to its lender only once n's future has
-		// completed (and its callbacks, an All's or a First's hook among
-		// them, have run), so that a gather decided by n starts nothing
-		// more in it. Deferred, so that a callback that panics or calls
-		// runtime.Goexit gives it back all the same.
-		defer b.helpEnded(n)
+	var loanEnded, ended chan struct{}
+	if n.lender != nil {
+		n.lender.lent = false
+		n.lender = nil
+		b.lent--
+		ended, loanEnded, b.loanEnded = n.ended, b.loanEnded, nil
 	}
-	if b.active < b.maxWorkers {
+	if b.free() {
 		if next = b.popLocked(); next != nil {
 			b.startLocked(next)
 		}
 	}
-	if next == nil {
-		b.storeSaturated()
-		b.drainedLocked()
-	}
+	b.storeSaturated()
 	b.mu.Unlock()
-	n.ctx.finish()
+	n.cancel(context.Canceled)
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
 		b.invoke(next)
 		next = nil
 	}
-	n.handoff = next // BeforeCallbacks hands it on if the future has callbacks
-	n.j.settle()
-	next, n.handoff = n.handoff, nil
+	settled := false
+	defer func() {
+		// The lender resumes once n's callbacks (an All's or a First's
+		// hook among them) have run, so that a gather decided by n starts
+		// nothing more in its slot.
+		if ended != nil {
+			close(ended)
+		}
+		if loanEnded != nil {
+			close(loanEnded)
+		}
+		if !settled && next != nil {
+			b.invoke(next)
+		}
+		n.drop()
+	}()
+	n.j.settle() // runs the future's callbacks; n may be dropped from here on
+	settled = true
 	if pub {
 		at := clock.Now()
 		var run time.Duration
@@ -682,104 +583,43 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	return next
 }
 
-// help starts n, a task of b still in the queue whose future a task running
-// on b (by) waits for, on a worker of its own, ahead of the queue: by is
-// blocked waiting for it (unless the wait is on another goroutine of by's:
-// see the package documentation), so by lends n its slot, and n counts in
-// InFlight beside by while it runs. n is permitted, runs and finishes like
-// any task on a worker (its panics, runtime.Goexit and callbacks stay on
-// its own goroutine). A task lends its slot to one task at a time: while a
-// task started in its slot runs, help starts nothing more for it and
-// returns a channel that is closed when a lent slot of b is given back, for
-// the waiter to try again then. It returns nil once it has started n, or if
-// n is not queued or by not running.
-func (b *Bulkhead) help(by, n *node, decided func() bool) <-chan struct{} {
-	b.mu.Lock()
-	if n.state != stQueued || by.state != stRunning {
-		b.mu.Unlock()
-		return nil
-	}
-	if by.helping {
-		// One channel for the whole pool: a wait woken by the end of
-		// another task's loan only tries again.
-		if b.helpFree == nil {
-			b.helpFree = make(chan struct{})
-		}
-		c := b.helpFree
-		b.mu.Unlock()
-		return c
-	}
-	if decided != nil && decided() {
-		// A gather decided meanwhile (by a task whose slot came back just
-		// now: it completed before its lender's slot was given back).
-		b.mu.Unlock()
-		return nil
-	}
-	b.unqueueLocked(n)
-	b.refillLocked()
-	by.helping = true
-	n.helpedBy = by
-	b.startLocked(n)
-	b.mu.Unlock()
-	b.invoke(n)
-	return nil
-}
-
-// helpEnded gives back the slot that n, a task started by help, was lent,
-// and wakes the waits that want a lent slot back.
-func (b *Bulkhead) helpEnded(n *node) {
-	b.mu.Lock()
-	n.helpedBy.helping = false
-	n.helpedBy = nil
-	freed := b.helpFree
-	b.helpFree = nil
-	b.mu.Unlock()
-	if freed != nil {
-		close(freed)
-	}
-}
-
-// cancel ends n because its future was cancelled or its submitter's context
-// ended: a queued task leaves the queue and fails with err; a running one has
-// its context cancelled.
+// cancel ends n because its future was cancelled: a queued task leaves the
+// queue and fails with err; a running one has its context cancelled.
 func (b *Bulkhead) cancel(n *node, err error) {
 	b.mu.Lock()
-	switch n.state {
-	case stQueued:
+	if n.state == stQueued {
 		b.dropLocked(n)
 		b.cancelled++
 		b.mu.Unlock()
 		b.dropped(n, bulkhead.EventCancelled, err)
 		return
-	case stNew, stRunning:
-		n.ctx.cancel(err)
 	}
 	b.mu.Unlock()
+	n.cancel(err)
 }
 
 // dropLocked takes a queued node out of the queue. b.mu must be held.
 func (b *Bulkhead) dropLocked(n *node) {
 	b.unqueueLocked(n)
 	n.state = stDone
-	b.refillLocked()
-	b.drainedLocked()
 }
 
 // dropped completes the future of a node that left the queue without
 // running, then publishes typ.
 func (b *Bulkhead) dropped(n *node, typ bulkhead.EventType, err error) {
-	n.ctx.finish()
+	n.cancel(context.Canceled)
 	n.j.fail(err)
+	n.drop()
 	if b.hub.Active() {
 		b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
 	}
+	if b.closed.Load() {
+		b.releaseIfDone()
+	}
 }
 
-// droppedAll completes the futures of nodes that left the queue together,
-// then publishes typ for each. The futures all complete even if a callback
-// of one panics or calls runtime.Goexit (a deferred call completes the rest
-// before the panic goes on), so that one bad callback leaves no other
-// caller waiting forever.
+// droppedAll fails the futures of nodes dropped together, every one even if
+// a callback ends the goroutine, then publishes typ for each.
 func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 	failAll(ns, err)
 	if b.hub.Active() {
@@ -797,8 +637,9 @@ func failAll(ns []*node, err error) {
 		}
 	}()
 	for ; i < len(ns); i++ {
-		ns[i].ctx.finish()
+		ns[i].cancel(context.Canceled)
 		ns[i].j.fail(err)
+		ns[i].drop()
 	}
 }
 
@@ -816,14 +657,11 @@ func sinceOrZero(t int64) time.Duration {
 	return time.Duration(now() - t)
 }
 
-//go:noinline
 func (b *Bulkhead) publish(typ bulkhead.EventType, err error, wait, run time.Duration) {
 	b.publishAt(typ, clock.Now(), err, wait, run)
 }
 
 // publishAt publishes an event of type typ stamped at.
-//
-//go:noinline
 func (b *Bulkhead) publishAt(typ bulkhead.EventType, at time.Time, err error, wait, run time.Duration) {
 	b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: typ, Time: at,
 		Err: err, Wait: wait, Run: run})
@@ -857,13 +695,11 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		}
 		old = b.ants.Swap(p)
 		b.keepAlive = ka
-	} else {
-		b.ants.Load().Tune(antsHeadroom * cfg.MaxWorkers)
 	}
 	changed := cfg.MaxWorkers != b.maxWorkers
 	b.apply(cfg)
 	var start []*node
-	for b.active < b.maxWorkers {
+	for b.free() {
 		n := b.popLocked()
 		if n == nil {
 			break
@@ -872,7 +708,6 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		start = append(start, n)
 	}
 	b.refillLocked()
-	b.storeSaturated()
 	b.mu.Unlock()
 	if old != nil {
 		old.Release() // does not wait: its busy workers exit once their tasks are done
@@ -890,19 +725,19 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 // Stats returns a snapshot of the Bulkhead's state and counters. All fields
 // but Rejected are read together, under the lock that guards them, so
 // Permitted - Finished == InFlight in every snapshot. InFlight may exceed
-// MaxWorkers after Reconfigure lowered it, and by the tasks started in the
+// MaxWorkers after Reconfigure lowered it, and by the tasks that run in the
 // slots of tasks that wait for them (see "Waiting inside a task" in the
 // package documentation).
 func (b *Bulkhead) Stats() bulkhead.Stats {
 	b.mu.Lock()
-	active, queued, waiting, maxWorkers, queueCap := b.active, b.queued, b.nwaiting, b.maxWorkers, b.queueCap
+	active, lent, queued, waiting, maxWorkers, queueCap := b.active, b.lent, b.queue.len, b.waiting.len, b.maxWorkers, b.queueCap
 	permitted, cancelled, finished, failed := b.permitted, b.cancelled, b.finished, b.failed
 	b.mu.Unlock()
 	return bulkhead.Stats{
 		Name:                     b.name,
 		Kind:                     bulkhead.Pool,
 		MaxConcurrentCalls:       maxWorkers,
-		AvailableConcurrentCalls: max(0, maxWorkers-active),
+		AvailableConcurrentCalls: max(0, maxWorkers-active+lent),
 		InFlight:                 active,
 		Waiting:                  waiting,
 		QueueDepth:               queued,
@@ -915,15 +750,12 @@ func (b *Bulkhead) Stats() bulkhead.Stats {
 	}
 }
 
-// Close stops the Bulkhead. New work gets [bulkhead.ErrClosed] at once, and
-// so do SubmitWait callers still waiting for room (counted Cancelled);
-// running and queued tasks go on to finish, and Close waits for them and for
-// the workers to be done with them (their callbacks included), then returns
-// nil. The goroutines of the Bulkhead's ants pool exit at once after,
-// without being waited for. If ctx ends first, the tasks still queued fail
-// with ErrClosed (counted Cancelled), the running tasks' contexts are
-// cancelled, and Close returns ctx.Err() without waiting for them; a later
-// Close waits for them. Close may be called any number of times.
+// Close stops the Bulkhead. New work and submitters still waiting for room
+// get [bulkhead.ErrClosed] (the latter counted Cancelled); running and
+// queued tasks go on, and Close returns nil once they and their callbacks
+// are done (ants' goroutines exit right after). If ctx ends first, queued
+// tasks fail with ErrClosed (counted Cancelled), running tasks' contexts
+// are cancelled, and Close returns ctx.Err(); a later Close waits again.
 func (b *Bulkhead) Close(ctx context.Context) error {
 	if ctx == nil {
 		panic("pool: Close called with a nil Context")
@@ -935,18 +767,16 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	var refused []*node
 	if !b.closed.Load() {
 		b.closed.Store(true)
-		for b.waiting.head != nil {
-			n := b.waiting.head
-			b.unwaitLocked(n)
+		for n := b.waiting.pop(); n != nil; n = b.waiting.pop() {
 			b.cancelled++
 			n.state = stDone
 			n.refused = true
 			close(n.ready)
 			refused = append(refused, n)
 		}
-		b.drainedLocked()
 	}
 	b.mu.Unlock()
+	b.releaseIfDone()
 	if b.hub.Active() {
 		for _, n := range refused {
 			b.publish(bulkhead.EventCancelled, bulkhead.ErrClosed, sinceOrZero(n.queuedAt), 0)
@@ -964,47 +794,34 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	var drop []*node
-	for b.queue.head != nil {
-		n := b.queue.head
+	for n := b.queue.head; n != nil; n = b.queue.head {
 		b.dropLocked(n)
 		b.cancelled++
 		drop = append(drop, n)
 	}
 	for n := b.running.head; n != nil; n = n.next {
-		n.ctx.cancel(context.Canceled)
+		n.cancel(context.Canceled)
 	}
 	b.mu.Unlock()
 	b.droppedAll(drop, bulkhead.EventCancelled, bulkhead.ErrClosed)
+	b.releaseIfDone()
 	return ctx.Err()
 }
 
-// drainedLocked starts the release of the ants pool once the Bulkhead is
-// closed and holds no task. b.mu must be held.
-func (b *Bulkhead) drainedLocked() {
-	if !b.closed.Load() || b.releasing || b.active > 0 || b.queued > 0 {
+// releaseIfDone releases the ants pool and lets Close return once the
+// Bulkhead is closed, holds no task, and no goroutine is busy with its work
+// (callbacks included).
+func (b *Bulkhead) releaseIfDone() {
+	b.mu.Lock()
+	if !b.closed.Load() || b.releasing || b.active > 0 || b.queue.len > 0 || b.busy.Load() != 0 {
+		b.mu.Unlock()
 		return
 	}
 	b.releasing = true
 	if b.timer != nil {
 		b.timer.Stop()
-		b.timerAt = 0
 	}
-	b.releaseLocked()
-}
-
-// releaseLocked releases the ants pool and then closes released, once the
-// Bulkhead is drained and no goroutine runs its work (their callbacks
-// included). ants' ReleaseContext busy-waits for its goroutines to exit;
-// Release does not wait at all; it runs on a goroutine of its own since
-// the caller may be one of those goroutines. b.mu must be held.
-func (b *Bulkhead) releaseLocked() {
-	if !b.releasing || b.releaseStarted || b.busy.Load() != 0 {
-		return
-	}
-	b.releaseStarted = true
-	p := b.ants.Load()
-	go func() {
-		p.Release()
-		close(b.released)
-	}()
+	b.mu.Unlock()
+	b.ants.Load().Release()
+	close(b.released)
 }

@@ -76,7 +76,7 @@ func TestSubmitAndGo(t *testing.T) {
 		t.Fatalf("Submit: %q, %v", v, err)
 	}
 	boom := errors.New("boom")
-	g, err := b.Go(context.Background(), func(context.Context) error { return boom })
+	g, err := b.TryGo(context.Background(), func(context.Context) error { return boom })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestStartQueueReject(t *testing.T) {
 	if *fe != (bulkhead.FullError{Name: "test", Kind: bulkhead.Pool, MaxConcurrentCalls: 2, QueueCapacity: 1, Reason: bulkhead.ReasonFull}) {
 		t.Fatalf("FullError = %+v", *fe)
 	}
-	if _, err := b.Go(context.Background(), func(context.Context) error { return nil }); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+	if _, err := b.TryGo(context.Background(), func(context.Context) error { return nil }); !errors.Is(err, bulkhead.ErrBulkheadFull) {
 		t.Fatalf("Go on a full pool: %v", err)
 	}
 	g.release()
@@ -196,7 +196,7 @@ func TestContextAlreadyDoneAndClosed(t *testing.T) {
 	if f, err := pool.Submit(context.Background(), b, fn); f != nil || err != bulkhead.ErrClosed {
 		t.Fatalf("Submit after Close: %v, %v", f, err)
 	}
-	if _, err := b.Go(context.Background(), func(context.Context) error { return nil }); err != bulkhead.ErrClosed {
+	if _, err := b.TryGo(context.Background(), func(context.Context) error { return nil }); err != bulkhead.ErrClosed {
 		t.Fatalf("Go after Close: %v", err)
 	}
 	if err := b.Reconfigure(pool.Config{MaxWorkers: 2}); err != bulkhead.ErrClosed {
@@ -209,7 +209,7 @@ func TestNilFunctionPanics(t *testing.T) {
 	b := newPool(t, pool.Config{MaxWorkers: 1})
 	for _, fn := range []func(){
 		func() { pool.Submit[int](context.Background(), b, nil) },
-		func() { b.Go(context.Background(), nil) },
+		func() { b.TryGo(context.Background(), nil) },
 		func() { b.Subscribe(nil) },
 	} {
 		func() {

@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -248,9 +249,10 @@ func TestGoexitInSubscriberWhileDropping(t *testing.T) {
 	}
 }
 
-// The task's context watches the submitter's lazily: a task that started at
-// once, and looks at its context only after the submitter's context ended,
-// still sees it ended, through Err, Done, a derived context and AfterFunc.
+// A task that started at once, and looks at its context only after the
+// submitter's context ended, sees it ended, through Err, Done, a derived
+// context and AfterFunc, with the submitter's cause (context.Cause), and
+// still sees the submitter's values.
 func TestTaskContextSeesParentEndLate(t *testing.T) {
 	for _, look := range []string{"Err", "Done", "derived", "AfterFunc"} {
 		t.Run(look, func(t *testing.T) {
@@ -276,8 +278,8 @@ func TestTaskContextSeesParentEndLate(t *testing.T) {
 					context.AfterFunc(ctx, func() { close(fired) })
 					<-fired
 				}
-				if context.Cause(ctx) != ctx.Err() {
-					return "", errors.New("Cause differs from Err")
+				if c := context.Cause(ctx); c == nil || c.Error() != "the submitter's own cause" {
+					return "", fmt.Errorf("Cause is %v, want the submitter's cause", c)
 				}
 				return ctx.Value(ctxKey{}).(string), ctx.Err()
 			})
@@ -294,8 +296,8 @@ func TestTaskContextSeesParentEndLate(t *testing.T) {
 	}
 }
 
-// context.Cause of a task's context is its own Err, whatever ended it: the
-// submitter's cause stays with the submitter.
+// context.Cause of a task's context cancelled through its future is
+// context.Canceled.
 func TestTaskContextCause(t *testing.T) {
 	b := newPool(t, pool.Config{MaxWorkers: 1})
 	parent, cancel := context.WithCancelCause(context.Background())

@@ -164,7 +164,7 @@ func TestQueueTimeoutRefilled(t *testing.T) {
 		first := mustSubmit(t, b, task)
 		waited := make(chan *future.Future[int])
 		go func() {
-			f, err := pool.SubmitWait(context.Background(), b, task)
+			f, err := pool.Go(context.Background(), b, task)
 			if err != nil {
 				t.Error(err)
 			}

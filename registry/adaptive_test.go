@@ -13,6 +13,7 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/adaptive"
+	"github.com/bulkhead-go/bulkhead/registry/internal/config"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -48,10 +49,9 @@ const adaptiveYAML = `resilience4j:
 
 func TestLoadAdaptive(t *testing.T) {
 	c := mustLoad(t, adaptiveYAML)
-	var l errList
-	res := c.compile(&l, goLocator{})
-	if len(l.errs) > 0 {
-		t.Fatal(errors.Join(l.errs...))
+	res, err := config.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
 	}
 	def := adaptive.Config{Algorithm: "aimd", MaxLimit: 50, Window: 250 * time.Millisecond, AIMD: adaptive.AIMD{Backoff: 0.5}}
 	shared := adaptive.Config{MinLimit: 2, Window: 500 * time.Millisecond,
@@ -66,7 +66,8 @@ func TestLoadAdaptive(t *testing.T) {
 		"static":    &def,
 	}
 	for name, want := range semWant {
-		got := semaphoreKind.instance(res.sem, c.Semaphores[name]).Adaptive
+		_, x, _ := res.Semaphore(name)
+		got := x.Adaptive
 		if got == nil || *got != *want {
 			t.Errorf("semaphore %s: adaptive %+v, want %+v", name, got, want)
 		}
@@ -78,7 +79,8 @@ func TestLoadAdaptive(t *testing.T) {
 		t.Errorf("adaptive: {} gave %+v", got)
 	}
 	for name, want := range poolWant {
-		got := poolKind.instance(res.pool, c.Pools[name]).Adaptive
+		_, x, _ := res.Pool(name)
+		got := x.Adaptive
 		if (got == nil) != (want == nil) || got != nil && *got != *want {
 			t.Errorf("pool %s: adaptive %+v, want %+v", name, got, want)
 		}
@@ -150,8 +152,8 @@ func TestLoadAdaptiveErrors(t *testing.T) {
 			[]string{"line 3", `adaptive must be a mapping of keys to values, got "5"`}},
 		{"given twice", head + "          minLimit: 2\n          min-limit: 3\n",
 			[]string{"line 7", `adaptive.min-limit is given twice (first at line 6)`}},
-		{"placeholder", head + "          maxLimit: ${MAX:4}\n",
-			[]string{`adaptive.maxLimit is the Spring placeholder`}},
+		{"placeholder", head + "          maxLimit: ${BULKHEAD_TEST_UNSET}\n",
+			[]string{"line 6", `semaphore instance "a": adaptive.maxLimit has the placeholder ${BULKHEAD_TEST_UNSET}, which resolves to nothing`}},
 		{"pool, shared config", "thread-pool-bulkhead:\n  configs:\n    c:\n      adaptive: {maxLimit: -4}\n",
 			[]string{"line 4", `pool config "c": adaptive.maxLimit must be between 1 and 1048576 (or 0 for 200), got -4`,
 				"(at thread-pool-bulkhead.configs.c.adaptive.maxLimit)"}},
@@ -284,7 +286,7 @@ func TestAdaptiveAttachAtCreation(t *testing.T) {
 		t.Errorf("pool: %d workers, want initialLimit 12", got)
 	}
 	until(t, func() error {
-		f, err := p.Go(t.Context(), overloaded)
+		f, err := p.TryGo(t.Context(), overloaded)
 		if err != nil {
 			return err
 		}
@@ -430,7 +432,7 @@ func TestAdaptiveReconfigureWhileAdapting(t *testing.T) {
 				}
 				if i%2 == 0 {
 					_ = a.Do(context.Background(), overloaded)
-				} else if f, err := p.Go(context.Background(), overloaded); err == nil {
+				} else if f, err := p.TryGo(context.Background(), overloaded); err == nil {
 					_, _ = f.Wait(context.Background())
 				}
 			}

@@ -15,9 +15,10 @@ import (
 // histograms.
 type MetricsOptions struct {
 	// Resilience4jNames uses the prefix resilience4j_bulkhead_ instead of
-	// bulkhead_, and adds Resilience4j's thread-pool gauges for pools, so
-	// that dashboards built for Resilience4j's Micrometer metrics keep
-	// working. See docs/metrics.md.
+	// bulkhead_, emits each of Resilience4j's names only for the kind its
+	// Micrometer binders emit it for, and adds Resilience4j's thread-pool
+	// gauges for pools, so that dashboards built for Resilience4j's
+	// Micrometer metrics keep working. See docs/metrics.md.
 	Resilience4jNames bool
 	// Histograms adds histograms of the time calls waited for a permit or
 	// a worker (with an outcome label: permitted, rejected after waiting,
@@ -43,6 +44,10 @@ type collector struct {
 	stopped   bool // unregistered (r.mu)
 }
 
+// reloadsDesc counts what Registry.Follow did, once it ran.
+var reloadsDesc = prometheus.NewDesc("bulkhead_config_reloads_total",
+	"Configurations Registry.Follow read, by result: applied, or refused (the running configuration stayed).", []string{"result"}, nil)
+
 // histograms are one bulkhead's histogram series.
 type histograms struct {
 	permitted, rejected, cancelled, run prometheus.Observer
@@ -60,6 +65,16 @@ type metricDesc struct {
 	desc *prometheus.Desc
 	typ  prometheus.ValueType
 	val  func(s bulkhead.Stats) float64
+	only bulkhead.Kind // the one kind it is emitted for; 0: both
+}
+
+// micrometerKind is the kind that Resilience4j's Micrometer binders emit
+// each of these names for, and the only one they are emitted for under
+// MetricsOptions.Resilience4jNames: a semaphore and a pool that share a
+// name then give dashboards that sum by name one series each, not two.
+var micrometerKind = map[string]bulkhead.Kind{
+	"available_concurrent_calls": bulkhead.Semaphore, "max_allowed_concurrent_calls": bulkhead.Semaphore,
+	"queue_depth": bulkhead.Pool, "queue_capacity": bulkhead.Pool,
 }
 
 var labels = []string{"name", "kind"}
@@ -71,7 +86,11 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		prefix = "resilience4j_bulkhead_"
 	}
 	m := func(t prometheus.ValueType, name, help string, val func(s bulkhead.Stats) float64) metricDesc {
-		return metricDesc{prometheus.NewDesc(prefix+name, help, labels, nil), t, val}
+		d := metricDesc{desc: prometheus.NewDesc(prefix+name, help, labels, nil), typ: t, val: val}
+		if opts.Resilience4jNames {
+			d.only = micrometerKind[name]
+		}
+		return d
 	}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	c.gauges = []metricDesc{
@@ -81,7 +100,7 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 			func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
 		m(g, "in_flight_calls", "Calls running now (pool: tasks on a worker).",
 			func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
-		m(g, "waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool SubmitWait and GoWait).",
+		m(g, "waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).",
 			func(s bulkhead.Stats) float64 { return float64(s.Waiting) }),
 		m(g, "queue_depth", "Tasks waiting in the queue for a worker (pool).",
 			func(s bulkhead.Stats) float64 { return float64(s.QueueDepth) }),
@@ -205,6 +224,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 			ch <- d.desc
 		}
 	}
+	ch <- reloadsDesc
 	if c.wait != nil {
 		c.wait.Describe(ch)
 		c.run.Describe(ch)
@@ -218,13 +238,19 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		s := e.b.Stats()
 		kind := e.kind.String()
 		for _, d := range c.gauges {
-			ch <- constMetric(d, s, e.name, kind)
+			if d.only == 0 || d.only == e.kind {
+				ch <- constMetric(d, s, e.name, kind)
+			}
 		}
 		if e.kind == bulkhead.Pool {
 			for _, d := range c.pool {
 				ch <- constMetric(d, s, e.name, kind)
 			}
 		}
+	}
+	if st := c.r.reloadStatus(); st != nil {
+		ch <- prometheus.MustNewConstMetric(reloadsDesc, prometheus.CounterValue, float64(st.Applied), "applied")
+		ch <- prometheus.MustNewConstMetric(reloadsDesc, prometheus.CounterValue, float64(st.Refused), "refused")
 	}
 	if c.wait != nil {
 		c.wait.Collect(ch)

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"maps"
 	"net/http"
+	"os"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -107,7 +110,7 @@ func TestCollectorExposition(t *testing.T) {
 		t.Fatalf("%d series, want %d", n, want)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP bulkhead_waiting_calls Callers waiting: for a permit (semaphore) or for room in the queue (pool SubmitWait and GoWait).
+# HELP bulkhead_waiting_calls Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).
 # TYPE bulkhead_waiting_calls gauge
 bulkhead_waiting_calls{kind="pool",name="emails"} 0
 bulkhead_waiting_calls{kind="semaphore",name="payment"} 0
@@ -177,20 +180,16 @@ func TestCollectorResilience4jNames(t *testing.T) {
 	want := `
 # HELP resilience4j_bulkhead_available_concurrent_calls Calls that may start now: max allowed minus in flight, never below 0.
 # TYPE resilience4j_bulkhead_available_concurrent_calls gauge
-resilience4j_bulkhead_available_concurrent_calls{kind="pool",name="emails"} 2
 resilience4j_bulkhead_available_concurrent_calls{kind="semaphore",name="payment"} 1
 # HELP resilience4j_bulkhead_max_allowed_concurrent_calls The limit in force: permits (semaphore) or workers (pool).
 # TYPE resilience4j_bulkhead_max_allowed_concurrent_calls gauge
-resilience4j_bulkhead_max_allowed_concurrent_calls{kind="pool",name="emails"} 2
 resilience4j_bulkhead_max_allowed_concurrent_calls{kind="semaphore",name="payment"} 2
 # HELP resilience4j_bulkhead_queue_capacity The queue's capacity (pool); 0 for a semaphore.
 # TYPE resilience4j_bulkhead_queue_capacity gauge
 resilience4j_bulkhead_queue_capacity{kind="pool",name="emails"} 5
-resilience4j_bulkhead_queue_capacity{kind="semaphore",name="payment"} 0
 # HELP resilience4j_bulkhead_queue_depth Tasks waiting in the queue for a worker (pool).
 # TYPE resilience4j_bulkhead_queue_depth gauge
 resilience4j_bulkhead_queue_depth{kind="pool",name="emails"} 0
-resilience4j_bulkhead_queue_depth{kind="semaphore",name="payment"} 0
 # HELP resilience4j_bulkhead_max_thread_pool_size Pool only, for Resilience4j dashboards: MaxWorkers.
 # TYPE resilience4j_bulkhead_max_thread_pool_size gauge
 resilience4j_bulkhead_max_thread_pool_size{kind="pool",name="emails"} 2
@@ -234,7 +233,7 @@ func TestCollectorHistograms(t *testing.T) {
 	pay.TryAcquire() // permitted, but no run time: nobody timed it
 	pay.Release()
 	em, _ := r.Pool("emails")
-	f, _ := em.Go(ctx, func(context.Context) error { return nil })
+	f, _ := em.TryGo(ctx, func(context.Context) error { return nil })
 	if _, err := f.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -667,5 +666,89 @@ func TestTwoRegistriesOnOnePrometheusRegistry(t *testing.T) {
 	}
 	if got["bulkhead_calls_permitted_total{b,payment,}"] != 2 {
 		t.Errorf("b's series after a's unregister: %v", got)
+	}
+}
+
+// With Resilience4jNames, each of Resilience4j's names is emitted for the
+// kind Micrometer emits it for, as docs/metrics.md lists them: a name in
+// both sections is one series of each, not two.
+func TestCollectorResilience4jNamesPerKind(t *testing.T) {
+	// The table of docs/metrics.md's "Resilience4j names": name -> kinds.
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc[strings.Index(string(doc), "## Resilience4j names"):])
+	section = section[:strings.Index(section, "\n## ")]
+	row := regexp.MustCompile("(?m)^\\| `(resilience4j_bulkhead_[a-z_]+)` \\| ([a-z ]+) \\|")
+	documented := map[string]map[string]bool{"semaphore": {}, "pool": {}}
+	kinds := map[string][]string{"semaphores only": {"semaphore"}, "pools only": {"pool"}, "both kinds": {"semaphore", "pool"}}
+	names := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		ks, ok := kinds[m[2]]
+		if !ok {
+			t.Fatalf("docs/metrics.md: %s is emitted for %q, want semaphores only, pools only or both kinds", m[1], m[2])
+		}
+		names[m[1]] = true
+		for _, k := range ks {
+			documented[k][m[1]] = true
+		}
+	}
+	// What Resilience4j's Micrometer binders emit (TaggedBulkheadMetrics,
+	// TaggedThreadPoolBulkheadMetrics): the doc must say the same.
+	micrometer := map[string][]string{
+		"semaphore": {"available_concurrent_calls", "max_allowed_concurrent_calls"},
+		"pool": {"queue_depth", "queue_capacity", "thread_pool_size", "max_thread_pool_size",
+			"core_thread_pool_size", "active_thread_count", "available_thread_count"},
+	}
+	for k, ns := range micrometer {
+		want := map[string]bool{}
+		for _, n := range ns {
+			want["resilience4j_bulkhead_"+n] = true
+		}
+		if !maps.Equal(documented[k], want) {
+			t.Errorf("docs/metrics.md lists %v for %s, Micrometer emits %v", slices.Sorted(maps.Keys(documented[k])), k, ns)
+		}
+	}
+
+	r := newTestRegistry(t, `
+bulkhead:
+  instances:
+    shared: {maxConcurrentCalls: 2}
+thread-pool-bulkhead:
+  instances:
+    shared: {maxWorkers: 3, queueCapacity: 5}
+`)
+	reg := prometheus.NewPedanticRegistry()
+	unregister, err := r.RegisterMetrics(reg, MetricsOptions{Resilience4jNames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitted := map[string]map[string]bool{"semaphore": {}, "pool": {}}
+	for _, mf := range mfs {
+		if !names[mf.GetName()] {
+			continue
+		}
+		if n := len(mf.GetMetric()); n != 1 {
+			t.Errorf("%s: %d series for the name shared, want 1", mf.GetName(), n)
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" {
+					emitted[l.GetValue()][mf.GetName()] = true
+				}
+			}
+		}
+	}
+	for k := range documented {
+		if !maps.Equal(emitted[k], documented[k]) {
+			t.Errorf("%s: emitted %v, docs/metrics.md lists %v", k,
+				slices.Sorted(maps.Keys(emitted[k])), slices.Sorted(maps.Keys(documented[k])))
+		}
 	}
 }

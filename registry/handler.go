@@ -9,12 +9,16 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/adaptive"
+	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 // The status document. Its JSON names are part of the API (documented in
 // docs/metrics.md); the Go types are not.
 type status struct {
 	Instances []instanceStatus `json:"instances"`
+	// Reload is what Registry.Follow did, once it ran.
+	Reload *reloads `json:"reload,omitempty"`
 }
 
 type instanceStatus struct {
@@ -104,6 +108,20 @@ const (
 var outcomes = [...]string{outNone: "", outRejected: "rejected", outCancelled: "cancelled", outDeadline: "deadline-exceeded",
 	outClosed: "closed", outOther: "other", outSuccess: "success", outError: "error", outPanic: "panic"}
 
+// configOf is the status page's view of b's configuration.
+func configOf(b handle) statusConfig {
+	switch b := b.(type) {
+	case *semaphore.Bulkhead:
+		c := b.Config()
+		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}
+	case *pool.Bulkhead:
+		c := b.Config()
+		return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
+			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
+	}
+	return statusConfig{}
+}
+
 func durText(d time.Duration) string {
 	if d == 0 {
 		return ""
@@ -121,7 +139,7 @@ func statusOf(e *entry) instanceStatus {
 			InFlight: s.InFlight, Waiting: s.Waiting, QueueDepth: s.QueueDepth, QueueCapacity: s.QueueCapacity,
 			Permitted: s.Permitted, Rejected: s.Rejected, Cancelled: s.Cancelled, Finished: s.Finished, Failed: s.Failed,
 		},
-		Config: e.ops.statusOf(e.b),
+		Config: configOf(e.b),
 		Events: []statusEvent{},
 	}
 	if ctl := e.control(); ctl != nil {
@@ -143,12 +161,13 @@ func statusOf(e *entry) instanceStatus {
 // configuration, statistics and recent events as JSON (GET or HEAD), like
 // Spring's bulkheads and bulkheadevents actuator endpoints together, and
 // for a bulkhead with an adaptive block its controller's adaptive.State
-// under "adaptive".
+// under "adaptive"; once Follow ran, what it did under "reload".
 // ?name=x limits it to the bulkheads called x (a semaphore, a pool, or
 // both; ?kind=semaphore or ?kind=pool picks one), 404 if there is none.
 //
-// It shows names, numbers and fixed words only: never error texts, tags or
-// anything from the environment. Events appear only while
+// It shows names, numbers and fixed words only (never the error texts of
+// calls, tags or anything from the environment), and the last error of
+// Follow, the loader's message about the file. Events appear only while
 // Config.RecordEvents is on; the handler does not turn it on.
 func (r *Registry) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -174,7 +193,7 @@ func (r *Registry) Handler() http.Handler {
 		} else {
 			es = r.snapshot()
 		}
-		st := status{Instances: make([]instanceStatus, 0, len(es))}
+		st := status{Instances: make([]instanceStatus, 0, len(es)), Reload: r.reloadStatus()}
 		for _, e := range es {
 			st.Instances = append(st.Instances, statusOf(e))
 		}

@@ -175,7 +175,7 @@ func TestHandlerRevealsNoSecrets(t *testing.T) {
 		_ = pay.Do(ctx, func(context.Context) error { panic(secret) })
 	}()
 	em, _ := r.Pool("emails")
-	f, _ := em.Go(ctx, func(context.Context) error { return errors.New(secret) })
+	f, _ := em.TryGo(ctx, func(context.Context) error { return errors.New(secret) })
 	_, _ = f.Wait(ctx)
 	cctx, cancel := context.WithCancelCause(ctx)
 	cancel(errors.New(secret))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/registry/internal/config"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -66,22 +67,22 @@ func semSpec(n int, w time.Duration) SemaphoreSpec {
 // would give the named instance.
 func resolvedSem(t *testing.T, c Config, name string) (semaphore.Config, int) {
 	t.Helper()
-	var l errList
-	res := c.compile(&l, goLocator{})
-	if len(l.errs) > 0 {
-		t.Fatal(errors.Join(l.errs...))
+	res, err := config.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return semaphoreKind.build(semaphoreKind.instance(res.sem, c.Semaphores[name]))
+	sc, x, _ := res.Semaphore(name)
+	return sc, x.Buffer
 }
 
 func resolvedPool(t *testing.T, c Config, name string) (pool.Config, int) {
 	t.Helper()
-	var l errList
-	res := c.compile(&l, goLocator{})
-	if len(l.errs) > 0 {
-		t.Fatal(errors.Join(l.errs...))
+	res, err := config.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return poolKind.build(poolKind.instance(res.pool, c.Pools[name]))
+	pc, x, _ := res.Pool(name)
+	return pc, x.Buffer
 }
 
 func TestLoadSeedYAML(t *testing.T) {
@@ -243,28 +244,6 @@ threadPoolBulkhead:
 	} {
 		if got := mustLoad(t, y); !reflect.DeepEqual(got, want) {
 			t.Errorf("input:\n%s\ngot  %+v\nwant %+v", y, got, want)
-		}
-	}
-}
-
-func TestParseDuration(t *testing.T) {
-	good := map[string]time.Duration{
-		"0": 0, "500": 500 * time.Millisecond, "+20": 20 * time.Millisecond, "-1": -time.Millisecond,
-		"500ms": 500 * time.Millisecond, "2s": 2 * time.Second, "1m30s": 90 * time.Second, "1.5s": 1500 * time.Millisecond,
-		"PT2S": 2 * time.Second, "PT0.5S": 500 * time.Millisecond, "pt1m": time.Minute, "PT0S": 0,
-		"P1DT2H": 26 * time.Hour, "PT1H2M3.000000004S": time.Hour + 2*time.Minute + 3*time.Second + 4,
-		"-PT1S": -time.Second, "PT1,5S": 1500 * time.Millisecond, "2d": 48 * time.Hour, " 3s ": 3 * time.Second,
-	}
-	for in, want := range good {
-		got, err := parseDuration(in)
-		if err != nil || got != want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "-", "abc", "P", "PT", "P1H", "PT1D", "PT1.5M", "PT1S2M", "PT1S1S", "1.5", "P1W", "P1Y",
-		"PT9999999999999999H", "99999999999999999999", "9999999999999999999ms", "P106751DT24H", "PT.5S", "PT1.1234567890S", "1e3"} {
-		if got, err := parseDuration(in); err == nil {
-			t.Errorf("parseDuration(%q) = %v, want an error", in, got)
 		}
 	}
 }
@@ -455,8 +434,6 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"line 5", `key "maxConcurrentCalls" is given twice (first at line 4)`}},
 		{"repeated instance", "bulkhead:\n  instances:\n    a: {}\n  backends:\n    a: {}\n",
 			[]string{`semaphore instance "a" is given twice (first at line 3)`}},
-		{"instance in two documents", "bulkhead: {instances: {a: {}}}\n---\nresilience4j.bulkhead: {instances: {a: {}}}\n",
-			[]string{`line 3: semaphore instance "a" is given twice (first at line 1)`}},
 		{"unknown section key", "bulkhead:\n  instance:\n    a: {}\n",
 			[]string{`unknown key "instance" in bulkhead (did you mean "instances"?)`}},
 		{"unknown far key", "bulkhead:\n  instances:\n    a: {colour: blue}\n",
@@ -478,10 +455,10 @@ func TestLoadErrors(t *testing.T) {
 				fmt.Fprintf(&b, "m%d: &m%d {<<: *m%d}\n", i, i, i-1)
 			}
 			return b.String() + "bulkhead: {instances: {a: *m40}}\n"
-		}(), []string{`semaphore instance "a": merge keys (<<) nest more than 32 deep`}},
+		}(), []string{`line 2: m33: merge keys (<<) nest more than 32 deep (at m33)`}},
 		{"merge of scalar", "bulkhead:\n  instances:\n    a: {<<: 3}\n", []string{"a merge key (<<) must name a mapping"}},
-		{"dotted below the section", "resilience4j.bulkhead.instances.payment.maxConcurrentCalls: 2\n",
-			[]string{`key "resilience4j.bulkhead.instances.payment.maxConcurrentCalls": dotted keys are read down to the section only`}},
+		{"dotted key, unknown", "resilience4j.bulkhead.instances.payment.maxConcurentCalls: 2\n",
+			[]string{`line 1: semaphore instance "payment": unknown key "maxConcurentCalls" (did you mean "maxConcurrentCalls"?) (at resilience4j.bulkhead.instances.payment.maxConcurentCalls)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { wantLoadErr(t, tt.in, tt.want...) })
@@ -501,8 +478,8 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		b.WriteString("    i" + string(rune('a'+i%26)) + strings.Repeat("x", i) + ": {maxConcurrentCalls: 0}\n")
 	}
 	_, err = Load(strings.NewReader(b.String()))
-	if n := strings.Count(err.Error(), "\n") + 1; n != maxErrors {
-		t.Fatalf("got %d problems, want the cap %d", n, maxErrors)
+	if n := strings.Count(err.Error(), "\n") + 1; n != 20 {
+		t.Fatalf("got %d problems, want the cap %d", n, 20)
 	}
 }
 
@@ -522,7 +499,7 @@ func TestLoadFile(t *testing.T) {
 }
 
 func TestLoadTooLarge(t *testing.T) {
-	big := strings.NewReader("# " + strings.Repeat("x", maxFileSize) + "\n")
+	big := strings.NewReader("# " + strings.Repeat("x", config.MaxFileSize) + "\n")
 	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("got %v", err)
 	}
@@ -555,7 +532,7 @@ func TestLoadMisspeltSection(t *testing.T) {
 		"resilience4j:\n  bulkhaed:\n    instances: {payment: {maxConcurrentCalls: 2}}\n":     `line 2: unknown section "bulkhaed" (did you mean "bulkhead"?)`,
 		"resilience4j:\n  bulkheads:\n    instances: {}\n":                                    `unknown section "bulkheads" (did you mean "bulkhead"?)`,
 		"resilience4j:\n  thread-pool-bulkhed:\n    instances: {p: {maxThreadPoolSize: 2}}\n": `unknown section "thread-pool-bulkhed" (did you mean "thread-pool-bulkhead"?)`,
-		"resilience4j.bulkhaed:\n  instances: {payment: {maxConcurrentCalls: 2}}\n":           `unknown section "resilience4j.bulkhaed" (did you mean "bulkhead"?)`,
+		"resilience4j.bulkhaed:\n  instances: {payment: {maxConcurrentCalls: 2}}\n":           `line 1: unknown section "bulkhaed" (did you mean "bulkhead"?); a bulkhead section spelt wrong would be ignored (at resilience4j.bulkhaed)`,
 	} {
 		wantLoadErr(t, in, want)
 	}
@@ -589,7 +566,7 @@ func TestLoadMergedKeysChecked(t *testing.T) {
 func TestLoadDurationMessages(t *testing.T) {
 	for _, v := range []string{"500MS", "0.5S", "2S", "1M30S", "500Ms"} {
 		c := mustLoad(t, "bulkhead:\n  instances:\n    a: {maxWaitDuration: "+v+"}\n")
-		d, _ := parseDuration(strings.ToLower(v))
+		d, _ := time.ParseDuration(strings.ToLower(v))
 		if !ptrEq(c.Semaphores["a"].MaxWaitDuration, d) {
 			t.Errorf("%s read as %v", v, c.Semaphores["a"].MaxWaitDuration)
 		}
@@ -618,14 +595,5 @@ func TestLoadCycleReportedOnce(t *testing.T) {
 	}
 	if !strings.Contains(msg, `line 3: semaphore config "a": baseConfig makes a cycle: a -> b -> c -> a`) {
 		t.Errorf("message %q", msg)
-	}
-}
-
-func TestLoadPlaceholderRefused(t *testing.T) {
-	for _, v := range []string{`"${PAY_MAX:2}"`, `"${PAY_MAX}"`} {
-		msg := loadErr(t, "bulkhead:\n  instances:\n    payment: {maxConcurrentCalls: "+v+"}\n")
-		if !strings.Contains(msg, "maxConcurrentCalls is the Spring placeholder") || !strings.Contains(msg, "does not resolve") {
-			t.Errorf("%s: %q", v, msg)
-		}
 	}
 }

@@ -32,12 +32,12 @@ func TestReconfigureSubscriberCallsRegistry(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
 	ctx := context.Background()
-	f1, err := em.Go(ctx, func(context.Context) error { close(started); <-release; return nil })
+	f1, err := em.TryGo(ctx, func(context.Context) error { close(started); <-release; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-started
-	f2, err := em.Go(ctx, func(context.Context) error { <-release; return nil }) // queued
+	f2, err := em.TryGo(ctx, func(context.Context) error { <-release; return nil }) // queued
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestReconfigureRefusedChangesNothing(t *testing.T) {
 	r := newTestRegistry(t, testYAML)
 	var events atomic.Int32
 	defer r.SubscribeEntries(func(EntryEvent) { events.Add(1) })()
-	before := r.cfg
+	before := r.res.Config()
 	bad := []Config{
 		{Semaphores: map[string]SemaphoreSpec{"payment": {MaxConcurrentCalls: new(-1)}, "new": {}}},
 		{Pools: map[string]PoolSpec{"payment": {BaseConfig: "missing"}}, Semaphores: map[string]SemaphoreSpec{"new": {}}},
@@ -209,7 +209,7 @@ func TestReconfigureRefusedChangesNothing(t *testing.T) {
 		t.Error("a refused config created an instance")
 	}
 	pay, _ := r.Semaphore("payment")
-	if pay.Config().MaxConcurrentCalls != 2 || events.Load() != 0 || len(r.cfg.Semaphores) != len(before.Semaphores) {
+	if pay.Config().MaxConcurrentCalls != 2 || events.Load() != 0 || len(r.res.Config().Semaphores) != len(before.Semaphores) {
 		t.Errorf("a refused Reconfigure changed things: %+v, %d events", pay.Config(), events.Load())
 	}
 }
@@ -239,7 +239,7 @@ func TestConcurrentReconfigureLastWins(t *testing.T) {
 	}
 	wg.Wait()
 	r.mu.Lock()
-	last := r.cfg
+	last := r.res.Config()
 	r.mu.Unlock()
 	if got, want := pay.Config().MaxConcurrentCalls, *last.Semaphores["payment"].MaxConcurrentCalls; got != want {
 		t.Errorf("payment has %d, the last configuration says %d", got, want)

@@ -11,9 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/bulkhead-go/bulkhead"
-	"github.com/bulkhead-go/bulkhead/adaptive"
 	"github.com/bulkhead-go/bulkhead/internal/event"
 	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/registry/internal/config"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -39,8 +39,7 @@ var ErrNotConfigured = errors.New("registry: no such bulkhead in the configurati
 // the limit stays where the controller left it.
 type Registry struct {
 	mu         sync.Mutex
-	cfg        Config
-	res        *compiled // cfg's shared configurations
+	res        *config.Resolved // the configuration, resolved
 	entries    map[key]*entry
 	closed     bool
 	closeDone  chan struct{}
@@ -48,6 +47,7 @@ type Registry struct {
 	listeners  int          // reasons to receive the instances' events
 	recording  bool         // keep recent events per instance (Config.RecordEvents)
 	collectors []*collector // the registered collectors with histograms
+	reloads    *reloads     // what Follow did, nil if it never ran
 
 	// Entry events wait in pending, in the order of the changes (made
 	// under mu), until the goroutine that is delivering takes them:
@@ -59,6 +59,8 @@ type Registry struct {
 	calls   event.Hub[bulkhead.Event] // every instance's per-call events
 	changes event.Hub[EntryEvent]     // added, removed, reconfigured
 }
+
+var kinds = []bulkhead.Kind{bulkhead.Semaphore, bulkhead.Pool}
 
 type key struct {
 	kind bulkhead.Kind
@@ -73,7 +75,6 @@ type handle interface {
 
 type entry struct {
 	key
-	ops   kindOps
 	b     handle
 	size  int                     // event buffer size from the config (r.mu)
 	ring  atomic.Pointer[ring]    // recent events, while recording
@@ -128,13 +129,12 @@ type EntryEvent struct {
 // New validates cfg and creates every instance it lists. On error nothing
 // is left running.
 func New(cfg Config) (*Registry, error) {
-	var l errList
-	res := cfg.compile(&l, goLocator{})
-	if len(l.errs) > 0 {
-		return nil, errors.Join(l.errs...)
+	res, err := config.Resolve(cfg)
+	if err != nil {
+		return nil, err
 	}
-	r := &Registry{cfg: cfg, res: res, entries: map[key]*entry{}}
-	created, err := r.createListed(cfg, res)
+	r := &Registry{res: res, entries: map[key]*entry{}}
+	created, err := r.createListed(res)
 	if err != nil {
 		closeEntries(created)
 		return nil, err
@@ -146,14 +146,6 @@ func New(cfg Config) (*Registry, error) {
 	return r, nil
 }
 
-// spec is what a configuration resolves for one bulkhead.
-type spec struct {
-	want     any              // semaphore.Config or pool.Config
-	limit    int              // want's MaxConcurrentCalls or MaxWorkers
-	size     int              // event buffer size
-	adaptive *adaptive.Config // nil: no controller
-}
-
 // newEntry makes a bulkhead from its spec, and its controller if the spec
 // has an adaptive block (created with the controller's initial limit,
 // attached when the entry is added). It calls no user code and publishes
@@ -162,15 +154,15 @@ func newEntry(k key, sp spec) (*entry, error) {
 	if err := checkName(k.name); err != nil {
 		return nil, err
 	}
-	e := &entry{key: k, ops: opsOf(k.kind), size: sp.size}
-	t := &target{cfg: sp.want}
+	e := &entry{key: k, size: sp.size}
+	t := &target{cfg: sp}
 	var err error
 	if sp.adaptive != nil {
-		t.ctl, err = newControl(e, *sp.adaptive, sp.limit)
+		t.ctl, err = newControl(e, *sp.adaptive, sp.limit(k.kind))
 	}
 	if err == nil {
 		e.target.Store(t)
-		e.b, err = e.ops.newBulkhead(k.name, sp.want, t.limit())
+		e.b, err = newBulkhead(k, sp, t.limit())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("registry: %s %q: %w", k.kind, k.name, err)
@@ -181,14 +173,14 @@ func newEntry(k key, sp spec) (*entry, error) {
 // createListed creates the instances cfg lists that r does not hold yet,
 // without adding them to r. On error it returns what it created for the
 // caller to close (with closeEntries, after unlocking).
-func (r *Registry) createListed(cfg Config, res *compiled) ([]*entry, error) {
+func (r *Registry) createListed(res *config.Resolved) ([]*entry, error) {
 	var created []*entry
 	for _, k := range kinds {
-		for _, name := range opsOf(k).names(cfg) {
+		for _, name := range listed(res, k) {
 			if _, ok := r.entries[key{k, name}]; ok {
 				continue
 			}
-			sp, _ := opsOf(k).spec(cfg, res, name)
+			sp, _ := specOf(res, key{k, name})
 			e, err := newEntry(key{k, name}, sp)
 			if err != nil {
 				return created, err
@@ -197,6 +189,14 @@ func (r *Registry) createListed(cfg Config, res *compiled) ([]*entry, error) {
 		}
 	}
 	return created, nil
+}
+
+// listed returns the instances of kind k that res lists, sorted.
+func listed(res *config.Resolved, k bulkhead.Kind) []string {
+	if k == bulkhead.Pool {
+		return res.Pools()
+	}
+	return res.Semaphores()
 }
 
 // closeEntries closes the pools of entries that were never shared: they
@@ -287,10 +287,10 @@ func (r *Registry) get(k bulkhead.Kind, name string) (*entry, error) {
 		r.mu.Unlock()
 		return e, nil
 	}
-	sp, listed := opsOf(k).spec(r.cfg, r.res, name)
-	if r.cfg.Strict && !listed {
+	sp, ok := specOf(r.res, key{k, name})
+	if r.res.Config().Strict && !ok {
 		hint := ""
-		if best := closest(name, opsOf(k).names(r.cfg), func(s string) string { return s }); best != "" {
+		if best := config.Closest(name, listed(r.res, k), func(s string) string { return s }); best != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", best)
 		}
 		r.mu.Unlock()
@@ -424,17 +424,19 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 //
 // Concurrent Reconfigure calls end with the limits of the configuration
 // installed last on every bulkhead. It never waits for calls in flight.
-func (r *Registry) Reconfigure(cfg Config) error {
-	var l errList
-	res := cfg.compile(&l, goLocator{})
-	if len(l.errs) > 0 {
-		return errors.Join(l.errs...)
+func (r *Registry) Reconfigure(cfg Config) error { return r.reconfigure(cfg, false) }
+
+// reconfigure is Reconfigure; with keep, it refuses a configuration that no
+// longer lists an instance that the running one lists and r holds.
+func (r *Registry) reconfigure(cfg Config, keep bool) error {
+	res, err := config.Resolve(cfg)
+	if err != nil {
+		return err
 	}
 	type change struct {
-		e    *entry
-		want any
-		size int
-		ctl  *control
+		e   *entry
+		sp  spec
+		ctl *control
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -443,7 +445,13 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 	plan := make([]change, 0, len(r.entries))
 	for _, e := range r.entries {
-		sp, _ := e.ops.spec(cfg, res, e.name)
+		if _, was := specOf(r.res, e.key); keep && was {
+			if _, still := specOf(res, e.key); !still {
+				r.mu.Unlock()
+				return fmt.Errorf("registry: the new configuration no longer lists %s instance %q, which is in use; the running configuration stays (Remove it first)", e.kind, e.name)
+			}
+		}
+		sp, _ := specOf(res, e.key)
 		// The controller stays while its block does; a new or changed
 		// block starts a new one.
 		ctl := e.control()
@@ -452,15 +460,15 @@ func (r *Registry) Reconfigure(cfg Config) error {
 			ctl = nil
 		case ctl == nil || ctl.cfg != *sp.adaptive:
 			var err error
-			if ctl, err = newControl(e, *sp.adaptive, sp.limit); err != nil {
+			if ctl, err = newControl(e, *sp.adaptive, sp.limit(e.kind)); err != nil {
 				r.mu.Unlock()
 				return fmt.Errorf("registry: %s %q: %w", e.kind, e.name, err)
 			}
 		}
-		plan = append(plan, change{e, sp.want, sp.size, ctl})
+		plan = append(plan, change{e, sp, ctl})
 	}
 	slices.SortFunc(plan, func(a, b change) int { return compareEntries(a.e, b.e) })
-	created, err := r.createListed(cfg, res)
+	created, err := r.createListed(res)
 	if err != nil {
 		r.mu.Unlock()
 		closeEntries(created)
@@ -468,14 +476,14 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 
 	// Nothing can fail from here on: switch.
-	r.cfg, r.res = cfg, res
+	r.res = res
 	for _, c := range plan {
-		old := c.e.target.Swap(&target{cfg: c.want, ctl: c.ctl}).ctl
+		old := c.e.target.Swap(&target{cfg: c.sp, ctl: c.ctl}).ctl
 		if old != c.ctl {
 			old.detach()
 			c.ctl.attach(c.e)
 		}
-		r.resizeLocked(c.e, c.size)
+		r.resizeLocked(c.e, c.sp.size)
 	}
 	for _, e := range created {
 		r.addLocked(e)

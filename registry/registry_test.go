@@ -339,7 +339,7 @@ func TestSubscribeForwardsCallEvents(t *testing.T) {
 	_ = pay.Do(ctx, func(context.Context) error { return nil })
 	_ = later.Do(ctx, func(context.Context) error { return nil })
 	em, _ := r.Pool("emails")
-	f, err := em.Go(ctx, func(context.Context) error { return nil })
+	f, err := em.TryGo(ctx, func(context.Context) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestCloseClosesPools(t *testing.T) {
 	em, _ := r.Pool("emails")
 	release := make(chan struct{})
 	started := make(chan struct{})
-	f, err := em.Go(context.Background(), func(context.Context) error {
+	f, err := em.TryGo(context.Background(), func(context.Context) error {
 		close(started)
 		<-release
 		return nil
@@ -398,7 +398,7 @@ func TestCloseClosesPools(t *testing.T) {
 	if _, err := f.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := em.Go(context.Background(), func(context.Context) error { return nil }); !errors.Is(err, bulkhead.ErrClosed) {
+	if _, err := em.TryGo(context.Background(), func(context.Context) error { return nil }); !errors.Is(err, bulkhead.ErrClosed) {
 		t.Errorf("pool still accepts work after registry Close: %v", err)
 	}
 	if _, err := r.Semaphore("new"); !errors.Is(err, bulkhead.ErrClosed) {
@@ -422,7 +422,7 @@ func TestCloseHonoursContext(t *testing.T) {
 	}
 	em, _ := r.Pool("emails")
 	started := make(chan struct{})
-	f, err := em.Go(context.Background(), func(ctx context.Context) error {
+	f, err := em.TryGo(context.Background(), func(ctx context.Context) error {
 		close(started)
 		<-ctx.Done() // Close cancels running tasks when its ctx ends
 		return ctx.Err()

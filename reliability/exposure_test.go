@@ -94,7 +94,7 @@ func TestExposureHandlerAndMetricsShowNamesAndNumbersOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := reports.Go(ctx, func(context.Context) error { return fmt.Errorf("wrapped: %w", errors.New("error-text-secret")) })
+	f, err := reports.TryGo(ctx, func(context.Context) error { return fmt.Errorf("wrapped: %w", errors.New("error-text-secret")) })
 	if err != nil {
 		t.Fatal(err)
 	}

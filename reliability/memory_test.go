@@ -136,7 +136,7 @@ func TestMemoryPoolFullQueueIsBounded(t *testing.T) {
 		Wait(context.Context) (struct{}, error)
 	}
 	for range 2 + capacity {
-		f, err := b.Go(ctx, task)
+		f, err := b.TryGo(ctx, task)
 		if err != nil {
 			t.Fatalf("filling the pool: %v", err)
 		}
@@ -144,7 +144,7 @@ func TestMemoryPoolFullQueueIsBounded(t *testing.T) {
 	}
 	full := heapAfterGC()
 	for range rejectedSubmits {
-		if _, err := b.Go(ctx, task); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+		if _, err := b.TryGo(ctx, task); !errors.Is(err, bulkhead.ErrBulkheadFull) {
 			t.Fatalf("Go on a full pool = %v", err)
 		}
 	}

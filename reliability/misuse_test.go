@@ -68,8 +68,8 @@ func TestMisuseNilFunction(t *testing.T) {
 	if msg := recovered(func() { pool.Submit[int](ctx, p, nil) }); !strings.Contains(msg, "nil function") {
 		t.Errorf("pool.Submit(nil fn): %q, want a panic naming the nil function", msg)
 	}
-	if msg := recovered(func() { p.Go(ctx, nil) }); !strings.Contains(msg, "nil function") {
-		t.Errorf("pool.Go(nil fn): %q, want a panic naming the nil function", msg)
+	if msg := recovered(func() { p.TryGo(ctx, nil) }); !strings.Contains(msg, "nil function") {
+		t.Errorf("pool.TryGo(nil fn): %q, want a panic naming the nil function", msg)
 	}
 	if s := p.Stats(); s.Permitted+s.Rejected+s.Cancelled != 0 {
 		t.Errorf("pool counted a nil function: %+v", s)
@@ -114,8 +114,8 @@ func TestMisuseNilContext(t *testing.T) {
 	semtest.AtRest(t, b, 0, 0, 0, 0)
 
 	p := newPool(t, pool.Config{MaxWorkers: 1})
-	if msg := recovered(func() { p.Go(nil, fn) }); !strings.Contains(msg, "nil Context") {
-		t.Errorf("pool.Go(nil ctx): %q, want a panic naming the nil Context", msg)
+	if msg := recovered(func() { p.TryGo(nil, fn) }); !strings.Contains(msg, "nil Context") {
+		t.Errorf("pool.TryGo(nil ctx): %q, want a panic naming the nil Context", msg)
 	}
 	if s := p.Stats(); s.Permitted+s.Rejected+s.Cancelled != 0 || s.InFlight+s.QueueDepth != 0 {
 		t.Errorf("pool counted a nil context: %+v", s)
@@ -125,7 +125,7 @@ func TestMisuseNilContext(t *testing.T) {
 func TestMisuseSubmitAfterCloseAndCloseTwice(t *testing.T) {
 	ctx := context.Background()
 	p := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1})
-	f, err := p.Go(ctx, func(context.Context) error { return nil })
+	f, err := p.TryGo(ctx, func(context.Context) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestMisuseSubmitAfterCloseAndCloseTwice(t *testing.T) {
 	if _, err := f.Wait(ctx); err != nil {
 		t.Fatalf("a task accepted before Close: %v", err)
 	}
-	if f2, err := p.Go(ctx, func(context.Context) error { t.Error("ran after Close"); return nil }); err != bulkhead.ErrClosed || f2 != nil {
+	if f2, err := p.TryGo(ctx, func(context.Context) error { t.Error("ran after Close"); return nil }); err != bulkhead.ErrClosed || f2 != nil {
 		t.Fatalf("Go after Close = %v, %v; want nil, ErrClosed", f2, err)
 	}
 	if _, err := pool.Submit(ctx, p, func(context.Context) (int, error) { return 1, nil }); err != bulkhead.ErrClosed {
@@ -157,7 +157,7 @@ func TestMisuseWaitOnCancelledFuture(t *testing.T) {
 	ctx := context.Background()
 	p := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1})
 	gate := make(chan struct{})
-	running, err := p.Go(ctx, func(ctx context.Context) error { <-gate; return nil })
+	running, err := p.TryGo(ctx, func(ctx context.Context) error { <-gate; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestMisuseWaitOnCancelledFuture(t *testing.T) {
 	}
 	// A Wait whose own context ends returns that error and leaves the task alone.
 	gate2 := make(chan struct{})
-	slow, err := p.Go(ctx, func(context.Context) error { <-gate2; return nil })
+	slow, err := p.TryGo(ctx, func(context.Context) error { <-gate2; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func idlePools(t *testing.T, n int) []*pool.Bulkhead {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := p.Go(context.Background(), func(context.Context) error { return nil })
+		f, err := p.TryGo(context.Background(), func(context.Context) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

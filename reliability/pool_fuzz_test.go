@@ -21,6 +21,7 @@ type pfModel struct {
 	limit, qcap int
 	wait        time.Duration
 	active      int       // tasks counted running
+	lent        int       // of those, the ones running in the slot of a task that waits for them
 	running     []*pfTask // of those, the ones still running (quick ones finish at once)
 	queue       []*pfTask
 	permitted   uint64
@@ -33,24 +34,25 @@ type pfModel struct {
 
 // pfTask is one accepted Submit.
 type pfTask struct {
-	id       int
-	blocking bool                     // waits for release or its context; else returns at once
-	queued   bool                     // in the model's queue
-	done     bool                     // the model says its future has completed
-	want     string                   // when done: ok, fail, panic, cancelled, dropped, expired, closed
-	deadline time.Time                // zero: no QueueTimeout
-	cancel   context.CancelFunc       // the submitter's context
-	release  chan int                 // how a blocking task returns: 0 value, 1 error, 2 panic
-	wait     chan *future.Future[int] // a blocking task waits for this future, then carries on
-	f, then  *future.Future[int]      // its future, and a Then future of it
-	runs     atomic.Int32             // times the function started
-	thens    atomic.Int32             // times a Then callback on the future ran
-	waitOn   *pfTask                  // the task whose future this one waits for, if not done
-	lender   *pfTask                  // the task whose wait started this one in its slot
-	waiting  atomic.Bool              // blocked in a wait inside the task
-	checked  bool
-	v        int
-	err      error
+	id        int
+	blocking  bool                     // waits for release or its context; else returns at once
+	queued    bool                     // in the model's queue
+	done      bool                     // the model says its future has completed
+	want      string                   // when done: ok, fail, panic, cancelled, dropped, expired, closed
+	deadline  time.Time                // zero: no QueueTimeout
+	cancel    context.CancelFunc       // the submitter's context
+	release   chan int                 // how a blocking task returns: 0 value, 1 error, 2 panic
+	wait      chan *future.Future[int] // a blocking task waits for this future, then carries on
+	f, then   *future.Future[int]      // its future, and a Then future of it
+	runs      atomic.Int32             // times the function started
+	thens     atomic.Int32             // times a Then callback on the future ran
+	waitOn    *pfTask                  // the task whose future this one waits for, if not done
+	lender    *pfTask                  // the task whose wait started this one in its slot
+	loanEnded bool                     // the model has given the lender its slot back
+	waiting   atomic.Bool              // blocked in a wait inside the task
+	checked   bool
+	v         int
+	err       error
 }
 
 // start counts t running: it was admitted at once or left the queue.
@@ -62,8 +64,8 @@ func (m *pfModel) start(t *pfTask) {
 }
 
 // finish ends a running task with outcome; its worker takes the oldest
-// queued task if the limit allows (counting the finishing task), as the
-// pool does.
+// queued task if a slot is free (counting the finishing task's, unless it
+// ran in a lender's slot, which its lender takes back), as the pool does.
 func (m *pfModel) finish(t *pfTask, outcome string) {
 	m.finished++
 	if outcome != "ok" {
@@ -76,7 +78,11 @@ func (m *pfModel) finish(t *pfTask, outcome string) {
 			break
 		}
 	}
-	if len(m.queue) > 0 && m.active <= m.limit {
+	if t.lender != nil && !t.loanEnded {
+		m.lent--
+		t.loanEnded = true
+	}
+	if len(m.queue) > 0 && m.active-m.lent <= m.limit {
 		h := m.queue[0]
 		m.queue = m.queue[1:]
 		m.active--
@@ -239,7 +245,7 @@ func runPoolModel(t *testing.T, data []byte) {
 			trace.WriteString("(closed) ")
 			cancel()
 			return
-		case m.active < m.limit:
+		case m.active-m.lent < m.limit:
 			if err != nil {
 				fail("Submit with a free worker = %v", err)
 			}
@@ -333,7 +339,7 @@ func runPoolModel(t *testing.T, data []byte) {
 		}
 		s := b.Stats()
 		want := bulkhead.Stats{Name: "fuzz", Kind: bulkhead.Pool, MaxConcurrentCalls: m.limit,
-			AvailableConcurrentCalls: max(0, m.limit-m.active), InFlight: m.active,
+			AvailableConcurrentCalls: max(0, m.limit-m.active+m.lent), InFlight: m.active,
 			QueueDepth: len(m.queue), QueueCapacity: m.qcap, Permitted: m.permitted, Rejected: m.rejected,
 			Cancelled: m.cancelled, Finished: m.finished, Failed: m.failed}
 		if s != want {
@@ -376,7 +382,14 @@ func runPoolModel(t *testing.T, data []byte) {
 		case 0, 1:
 			submit(op == 1)
 		case 2: // cancel a pending task, by its future or its context
-			ps := pending()
+			// (not one that lends its slot: it ends only once the task in
+			// its slot has, which the model does not follow)
+			var ps []*pfTask
+			for _, pt := range pending() {
+				if !pt.busy() || pt.waitOn.lender != pt {
+					ps = append(ps, pt)
+				}
+			}
 			if len(ps) == 0 {
 				continue
 			}
@@ -448,7 +461,7 @@ func runPoolModel(t *testing.T, data []byte) {
 			limitInForce.Store(int64(nc.MaxWorkers)) // after: nothing starts until under it
 			cfg = nc
 			m.limit, m.qcap, m.wait = nc.MaxWorkers, nc.QueueCapacity, nc.QueueTimeout
-			for len(m.queue) > 0 && m.active < m.limit {
+			for len(m.queue) > 0 && m.active-m.lent < m.limit {
 				h := m.queue[0]
 				m.queue = m.queue[1:]
 				m.start(h)
@@ -519,6 +532,7 @@ func runPoolModel(t *testing.T, data []byte) {
 			w.waitOn = pt
 			if pt.queued { // helped: it starts at once in w's slot
 				pt.lender = w
+				m.lent++
 				m.unqueue(pt)
 				m.start(pt)
 			}

@@ -1,5 +1,5 @@
 // Command fanout fans 50 lookups out to a slow dependency through a pool
-// bulkhead of 4 workers (SubmitWait waits for room, so every lookup runs),
+// bulkhead of 4 workers (pool.Go waits for room, so every lookup runs),
 // collects them with future.All, and then shows what overload looks like
 // with Submit: the requests beyond the pool's workers and queue are refused
 // at once with bulkhead.ErrBulkheadFull instead of piling up.
@@ -71,13 +71,13 @@ func run(w io.Writer) error {
 		}
 	}
 
-	// 1. Fan out 50 lookups, 4 at a time: SubmitWait waits for room in
+	// 1. Fan out 50 lookups, 4 at a time: pool.Go waits for room in
 	// the queue instead of refusing. Then collect them in order; if one
 	// failed, All would say which and cancel the rest.
 	start := time.Now()
 	var fs []*future.Future[string]
 	for sku := 1; sku <= 50; sku++ {
-		f, err := pool.SubmitWait(ctx, inventory, lookup(sku))
+		f, err := pool.Go(ctx, inventory, lookup(sku))
 		if err != nil {
 			return err
 		}

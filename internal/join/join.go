@@ -1,7 +1,7 @@
-// Package join connects the future package to the pool bulkhead, which
-// future cannot import, without exported API of either: how a Wait inside a
-// pool task starts the queued task it waits for, and how a pool worker learns
-// that a future's callbacks are about to run on it.
+// Package join is the one link from the future package to the pool
+// bulkhead, which future cannot import: a wait inside a pool task finds the
+// task under Key in its context, and asks it to run a queued task it waits
+// for.
 package join
 
 type key struct{}
@@ -12,23 +12,12 @@ var Key key
 
 // Helper is what a pool task's context holds under [Key].
 type Helper interface {
-	// Help starts the task behind target (a future's Canceler) at once, on
-	// a worker of its own and in the helper's slot, if it is a task of the
-	// helper's own pool still waiting in its queue; it does not wait for
-	// it. If the helper's slot is lent to another task already, Help
-	// starts nothing and returns a channel that is closed once it is free
-	// again, for the caller to try again then (if the future is still
-	// pending); otherwise it returns nil. If decided is not nil, Help
-	// starts nothing once decided reports true, checked at the moment it
-	// would start the task (a gather decided meanwhile needs no more).
+	// Help runs the task behind target (a pending future's Canceler) in the
+	// helper's slot, and returns once it has finished, if it is a task of
+	// the helper's pool still waiting in its queue; otherwise it returns nil
+	// at once. If the helper's slot is lent already, it starts nothing and
+	// returns a channel that is closed when a slot is given back, for the
+	// caller to try again then. It starts nothing once decided (if not
+	// nil) reports true: a gather that needs no more.
 	Help(target any, decided func() bool) <-chan struct{}
-}
-
-// Owner is implemented by a future's Canceler that must act before the
-// future's callbacks run on the goroutine that completed it.
-type Owner interface {
-	// BeforeCallbacks is called on the completing goroutine after the
-	// future's result is stored and its waiters released, and before its
-	// callbacks run.
-	BeforeCallbacks()
 }

@@ -1,0 +1,69 @@
+package pool
+
+import (
+	"context"
+
+	"github.com/bulkhead-go/bulkhead/internal/join"
+)
+
+// A task that waits, with its own context, for a queued task of its pool
+// lends it its slot: the awaited task starts at once on a worker of its own,
+// and the waiter blocks until it has finished, whatever its context does
+// meanwhile, so no task function is added. One loan per slot at a time. Go
+// lends the caller's slot the same way when the queue is full.
+
+// caller returns the task of b whose context ctx is (or derives from), if
+// it is running. b.mu must be held.
+func (b *Bulkhead) caller(ctx context.Context) *node {
+	by, _ := ctx.Value(join.Key).(*node)
+	if by == nil || by.pool() != b || by.state != stRunning {
+		return nil
+	}
+	return by
+}
+
+// lendLocked starts n in by's slot. b.mu must be held, by running and its
+// slot not lent.
+func (b *Bulkhead) lendLocked(by, n *node) {
+	by.lent = true
+	n.lender = by
+	n.ended = make(chan struct{})
+	b.lent++
+	b.startLocked(n)
+}
+
+// runLent runs n, started in another task's slot, on a worker of its own,
+// and waits until it has finished (its callbacks included).
+func (b *Bulkhead) runLent(n *node) {
+	ended := n.ended
+	b.invoke(n)
+	<-ended
+}
+
+// help starts t, a task of b still in the queue whose future the running
+// task by waits for, in by's slot, and returns once t has finished. If by's
+// slot is lent already (a wait on another goroutine of by's), it starts
+// nothing and returns a channel that is closed when a loan of b ends, for
+// the waiter to try again then. It returns nil at once if t is not queued,
+// by not running, or decided (not nil) reports that the wait needs nothing
+// more.
+func (b *Bulkhead) help(by, t *node, decided func() bool) <-chan struct{} {
+	b.mu.Lock()
+	if t.state != stQueued || by.state != stRunning || (decided != nil && decided()) {
+		b.mu.Unlock()
+		return nil
+	}
+	if by.lent {
+		if b.loanEnded == nil {
+			b.loanEnded = make(chan struct{})
+		}
+		c := b.loanEnded
+		b.mu.Unlock()
+		return c
+	}
+	b.unqueueLocked(t)
+	b.lendLocked(by, t)
+	b.mu.Unlock()
+	b.runLent(t)
+	return nil
+}

@@ -1,0 +1,505 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/semaphore"
+)
+
+// loader binds properties onto a Config.
+type loader struct {
+	l      errList
+	env    Env
+	cfg    Config
+	props  map[string]*prop // the active properties by normalized key, later over earlier
+	pos    map[posKey]where // where each entry and field was set
+	hint   string           // a top-level key that looks like a misspelt resilience4j
+	typos  map[string]bool  // misspelt sections reported
+	budget int              // bytes placeholders may still produce
+	sem    *binder[SemaphoreSpec, semaphore.Config]
+	pool   *binder[PoolSpec, pool.Config]
+}
+
+type posKey struct {
+	kind      string
+	shared    bool
+	name, key string
+}
+
+func newLoader(env Env) *loader {
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+	return &loader{env: env, props: map[string]*prop{}, pos: map[posKey]where{}, typos: map[string]bool{},
+		budget: MaxFileSize, sem: newBinder(semaphoreKind), pool: newBinder(poolKind)}
+}
+
+// locate implements locator with the positions recorded while binding.
+func (ld *loader) locate(k string, shared bool, name, key string) where {
+	if w, ok := ld.pos[posKey{k, shared, name, key}]; ok {
+		return w
+	}
+	if block, _, ok := strings.Cut(key, "."); ok { // a key inside a block
+		return ld.locate(k, shared, name, block)
+	}
+	w := ld.pos[posKey{k, shared, name, ""}] // every entry read has one
+	if key != "" {
+		w.path, w.key = w.path+"."+key, key
+	}
+	return w
+}
+
+var sectionKeys = []string{"configs", "instances", "backends", "tags", "metrics"}
+
+// bindDoc classifies the properties of an active document: each bulkhead
+// property becomes the value of one field of one entry.
+func (ld *loader) bindDoc(d *document) {
+	ld.sem.newDoc()
+	ld.pool.newDoc()
+	for i := range d.props {
+		p := &d.props[i]
+		s := p.segs
+		if n := normalize(s[0].name); n == "resilience4j" && len(s) > 1 {
+			s = s[1:]
+		} else if n != "bulkhead" && n != "threadpoolbulkhead" {
+			if n != "resilience4j" && distance(n, "resilience4j") <= 3 {
+				ld.hint = s[0].name
+			}
+			continue
+		}
+		at := len(p.segs) - len(s) // the section's segment
+		switch n := normalize(s[0].name); {
+		case n == "bulkhead":
+			ld.sem.add(ld, p, at)
+		case n == "threadpoolbulkhead":
+			ld.pool.add(ld, p, at)
+		case at == 0 || ld.typos[d.file+"\x00"+n]:
+		case distance(n, "bulkhead") <= 2 || distance(n, "threadpoolbulkhead") <= 3:
+			ld.typos[d.file+"\x00"+n] = true
+			want := map[bool]string{true: "bulkhead", false: "thread-pool-bulkhead"}[distance(n, "bulkhead") <= 2]
+			w := p.where()
+			w.line, w.path = s[0].line, joinSegs(p.segs[:at+1])
+			ld.l.add(w, "unknown section %q (did you mean %q?); a bulkhead section spelt wrong would be ignored", s[0].name, want)
+		}
+	}
+}
+
+// binder binds the properties of one kind.
+type binder[S spec, C interface{ Validate() error }] struct {
+	k      *kind[S, C]
+	index  map[string]int      // normalized key or alias -> field
+	blocks map[string][]string // normalized block ("" or "adaptive.vegas") -> its keys, as spelt
+	depth  int                 // segments in the longest key
+	win    map[tkey]*prop      // the property that sets each field, later over earlier
+	order  []tkey
+	seen   map[tkey]int    // this document's fields: their line
+	conts  map[tkey]string // this document's entries: their container (instances or backends)
+}
+
+// tkey is a field of an entry (-1: the entry itself).
+type tkey struct {
+	shared bool
+	name   string
+	field  int
+}
+
+func newBinder[S spec, C interface{ Validate() error }](k *kind[S, C]) *binder[S, C] {
+	b := &binder[S, C]{k: k, index: map[string]int{}, blocks: map[string][]string{}, win: map[tkey]*prop{}}
+	for i, f := range k.fields {
+		for _, a := range append([]string{f.key}, f.alias...) {
+			b.index[normalize(a)] = i
+		}
+		segs := strings.Split(f.key, ".")
+		b.depth = max(b.depth, len(segs))
+		for j := range segs {
+			blk := normalize(strings.Join(segs[:j], "."))
+			if !slices.Contains(b.blocks[blk], segs[j]) {
+				b.blocks[blk] = append(b.blocks[blk], segs[j])
+			}
+		}
+	}
+	return b
+}
+
+func (b *binder[S, C]) newDoc() { b.seen, b.conts = map[tkey]int{}, map[tkey]string{} }
+
+// add classifies p, whose segment at names the section.
+func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
+	segs := p.segs
+	fail := func(n int, format string, args ...any) { // at the n-th segment
+		w := p.where()
+		w.line, w.path = segs[n].line, joinSegs(segs[:n+1])
+		ld.l.add(w, format, args...)
+	}
+	mapping := func(n int, what string) { // segs[n] must be a mapping
+		switch {
+		case n+1 < len(segs) && segs[n+1].index:
+			fail(n, "%s must be a mapping of keys to values, got a list", what)
+		case n+1 == len(segs) && p.kind == scalar:
+			fail(n, "%s must be a mapping of keys to values, got %q", what, p.value)
+		}
+	}
+	if at+1 == len(segs) || segs[at+1].index {
+		mapping(at, joinSegs(segs[:at+1]))
+		return
+	}
+	shared := false
+	switch c := normalize(segs[at+1].name); c {
+	case "configs":
+		shared = true
+	case "instances", "backends":
+	case "tags", "metrics", "bulkheadaspectorder", "threadpoolbulkheadaspectorder":
+		return // Micrometer tags and switches, Spring AOP order: no effect here
+	default:
+		fail(at+1, "unknown key %q%s in %s%s", segs[at+1].name, origin(p), joinSegs(segs[:at+1]), suggest(c, sectionKeys))
+		return
+	}
+	if at+2 == len(segs) || segs[at+2].index {
+		mapping(at+1, joinSegs(segs[:at+2]))
+		return
+	}
+	name, rest := segs[at+2].name, segs[at+3:]
+	what := fmt.Sprintf("%s %q", section(b.k.name, shared), name)
+	entry := tkey{shared, name, -1}
+	cont := normalize(segs[at+1].name)
+	if prev, ok := b.conts[entry]; ok && prev != cont {
+		w := ld.pos[posKey{b.k.name, shared, name, ""}]
+		fail(at+2, "%s is given twice (first at line %d)", what, w.line)
+		return
+	}
+	b.conts[entry] = cont
+	if _, ok := ld.pos[posKey{b.k.name, shared, name, ""}]; !ok || b.win[entry] == nil {
+		w := p.where()
+		w.line, w.path = segs[at+2].line, joinSegs(segs[:at+3])
+		ld.pos[posKey{b.k.name, shared, name, ""}] = w
+	}
+	b.set(entry, p)
+	if len(rest) == 0 || rest[0].index {
+		mapping(at+2, what)
+		return
+	}
+	// The longest key that rest begins with.
+	i, d := -1, min(len(rest), b.depth)
+	for ; d > 0; d-- {
+		if j, ok := b.index[normSegs(rest[:d])]; ok {
+			i = j
+			break
+		}
+	}
+	key := joinSegs(rest)
+	if i < 0 || (d < len(rest) && b.k.fields[i].want == "" && b.k.fields[i].set != nil) {
+		blk := 0 // the deepest block rest is in
+		for j := min(len(rest)-1, b.depth); j > 0; j-- {
+			if _, ok := b.blocks[normSegs(rest[:j])]; ok {
+				blk = j
+				break
+			}
+		}
+		in := ""
+		if blk > 0 {
+			in = " in " + joinSegs(rest[:blk])
+		}
+		fail(at+3+blk, "%s: unknown key %q%s%s%s", what, rest[blk].name, origin(p), in, suggest(normalize(rest[blk].name), b.blocks[normSegs(rest[:blk])]))
+		return
+	}
+	f := b.k.fields[i]
+	switch {
+	case f.set == nil:
+		return // accepted, no effect
+	case d < len(rest):
+		got := map[bool]string{true: "a list", false: "a mapping"}[rest[d].index]
+		fail(len(segs)-1, "%s: %s must be %s, got %s", what, joinSegs(rest[:d]), f.want, got)
+		return
+	}
+	t := tkey{shared, name, i}
+	if line, dup := b.seen[t]; dup {
+		if !p.merged {
+			fail(len(segs)-1, "%s: %s is given twice (first at line %d)", what, key, line)
+		}
+		return
+	}
+	b.seen[t] = p.line()
+	b.set(t, p)
+}
+
+func (b *binder[S, C]) set(t tkey, p *prop) {
+	if _, ok := b.win[t]; !ok {
+		b.order = append(b.order, t)
+	}
+	b.win[t] = p
+}
+
+func origin(p *prop) string {
+	if p.merged {
+		return " (brought in by a merge key <<)"
+	}
+	return ""
+}
+
+// bindAll sets every field from the property that won it.
+func (ld *loader) bindAll() {
+	ld.cfg.SemaphoreConfigs, ld.cfg.Semaphores = ld.sem.bind(ld)
+	ld.cfg.PoolConfigs, ld.cfg.Pools = ld.pool.bind(ld)
+}
+
+func (b *binder[S, C]) bind(ld *loader) (configs, instances map[string]S) {
+	specs := map[bool]map[string]*S{true: {}, false: {}}
+	for _, t := range b.order {
+		s := specs[t.shared][t.name]
+		if s == nil {
+			s = new(S)
+			specs[t.shared][t.name] = s
+		}
+		if t.field < 0 {
+			continue
+		}
+		p, f := b.win[t], b.k.fields[t.field]
+		w := p.where()
+		rest := p.segs[len(p.segs)-len(strings.Split(f.key, ".")):]
+		w.key = joinSegs(rest)
+		ld.pos[posKey{b.k.name, t.shared, t.name, f.key}] = w
+		v := &value{ld: ld, p: p, what: fmt.Sprintf("%s %q", section(b.k.name, t.shared), t.name), key: w.key}
+		if f.want == "" { // a block as a whole: adaptive: {}
+			switch p.kind {
+			case null:
+				v.fail("has no value; give a mapping (%s: {} for every default) or remove the key", w.key)
+				continue
+			case emptyList:
+				v.fail("must be a mapping of keys to values, got a list")
+				continue
+			case scalar:
+				v.fail("must be a mapping of keys to values, got %q", p.value)
+				continue
+			}
+		}
+		f.set(s, v)
+	}
+	out := func(m map[string]*S) map[string]S {
+		if len(m) == 0 {
+			return nil
+		}
+		r := make(map[string]S, len(m))
+		for k, v := range m {
+			r[k] = *v
+		}
+		return r
+	}
+	return out(specs[true]), out(specs[false])
+}
+
+// value is a property's value, read with errors that name it.
+type value struct {
+	ld        *loader
+	p         *prop
+	what, key string
+}
+
+func (v *value) fail(format string, args ...any) {
+	v.ld.l.add(v.p.where(), "%s: %s "+format, append([]any{v.what, v.key}, args...)...)
+}
+
+// scalar returns the value with its placeholders resolved.
+func (v *value) scalar(want string) (string, bool) {
+	switch v.p.kind {
+	case null:
+		v.fail("has no value; give %s or remove the key", want)
+	case emptyMap:
+		v.fail("must be %s, got a mapping", want)
+	case emptyList:
+		v.fail("must be %s, got a list", want)
+	default:
+		s, err := v.ld.expand(v.p.value, []string{joinSegs(v.p.segs)})
+		if err != nil {
+			v.fail("%s", err)
+			return "", false
+		}
+		return strings.TrimSpace(s), true
+	}
+	return "", false
+}
+
+// expand resolves the placeholders ${NAME} and ${NAME:default} in s, from
+// the environment, then from the properties; stack holds the names being
+// resolved, to find cycles.
+func (ld *loader) expand(s string, stack []string) (string, error) {
+	var out strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			out.WriteString(s)
+			break
+		}
+		depth, j := 0, i+2
+		for ; j < len(s) && (s[j] != '}' || depth > 0); j++ {
+			if strings.HasPrefix(s[j:], "${") {
+				depth++
+			} else if s[j] == '}' {
+				depth--
+			}
+		}
+		if j == len(s) {
+			return "", fmt.Errorf("has the placeholder %q with no closing }", s[i:])
+		}
+		out.WriteString(s[:i])
+		name, def, hasDef := strings.Cut(s[i+2:j], ":")
+		v, ok, err := ld.lookup(strings.TrimSpace(name), stack)
+		switch {
+		case err != nil:
+			return "", err
+		case !ok && hasDef:
+			if v, err = ld.expand(def, stack); err != nil {
+				return "", err
+			}
+		case !ok:
+			return "", fmt.Errorf("has the placeholder ${%s}, which resolves to nothing: no environment variable or property %s is set (give a default: ${%s:value})", name, name, name)
+		}
+		out.WriteString(v)
+		s = s[j+1:]
+	}
+	if ld.budget -= out.Len(); ld.budget < 0 {
+		return "", fmt.Errorf("has placeholders that expand beyond %d bytes", MaxFileSize)
+	}
+	return out.String(), nil
+}
+
+// lookup finds a placeholder's name as Spring does: an environment
+// variable (as written, or with dots as underscores and dashes dropped, in
+// upper case), then a property.
+func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
+	env := strings.NewReplacer(".", "_", "-", "").Replace(name)
+	for _, n := range []string{name, env, strings.ToUpper(env)} {
+		if v, ok := ld.env(n); ok {
+			return v, true, nil
+		}
+	}
+	nk := normSegs(splitKey(name, 0, nil))
+	p, ok := ld.props[nk]
+	if !ok {
+		return "", false, nil
+	}
+	for i, s := range stack {
+		if normSegs(splitKey(s, 0, nil)) == nk {
+			return "", false, fmt.Errorf("has the placeholder ${%s}, which makes a cycle: %s -> %s", name, strings.Join(stack[i:], " -> "), name)
+		}
+	}
+	v, err := ld.expand(p.value, append(stack, name))
+	return v, true, err
+}
+
+var (
+	integer = parser[int]{"an integer", func(v *value) (int, bool) {
+		s, ok := v.scalar("an integer")
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 32)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			v.fail("is out of range, got %s", s)
+		case err != nil:
+			v.fail("must be an integer, got %q", s)
+		default:
+			return int(n), true
+		}
+		return 0, false
+	}}
+	duration = parser[time.Duration]{"a duration", func(v *value) (time.Duration, bool) {
+		s, ok := v.scalar("a duration")
+		if !ok {
+			return 0, false
+		}
+		d, err := parseDuration(s)
+		switch {
+		case errors.Is(err, errRange):
+			v.fail("is out of range, got %q (the largest duration is about 292 years)", s)
+		case err != nil:
+			v.fail("must be a duration such as 500ms, 2s, PT2S or a number of milliseconds, got %q", s)
+		default:
+			return d, true
+		}
+		return 0, false
+	}}
+	number = parser[float64]{"a number", func(v *value) (float64, bool) {
+		s, ok := v.scalar("a number")
+		if !ok {
+			return 0, false
+		}
+		f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			v.fail("must be a finite number, got %q", s)
+			return 0, false
+		}
+		return f, true
+	}}
+	str = parser[string]{"a string", func(v *value) (string, bool) { return v.scalar("a string") }}
+)
+
+// what describes the entry a flattened key is in, for errors found while
+// reading the file: `semaphore instance "a"`, or the key.
+func what(path []seg) string {
+	s := path
+	if len(s) > 0 && normalize(s[0].name) == "resilience4j" {
+		s = s[1:]
+	}
+	if len(s) >= 3 {
+		k := map[string]string{"bulkhead": "semaphore", "threadpoolbulkhead": "pool"}[normalize(s[0].name)]
+		if c := normalize(s[1].name); k != "" && (c == "configs" || c == "instances" || c == "backends") {
+			return fmt.Sprintf("%s %q", section(k, c == "configs"), s[2].name)
+		}
+	}
+	if len(path) == 0 {
+		return "the top level of the file"
+	}
+	return joinSegs(path)
+}
+
+// suggest returns ` (did you mean "x"?)` for the known key nearest to nk,
+// or the list of known keys when none is near.
+func suggest(nk string, keys []string) string {
+	if best := Closest(nk, keys, normalize); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return "; known keys: " + strings.Join(keys, ", ")
+}
+
+// Closest returns the candidate c nearest to s (norm(c) within an edit
+// distance of 3), or "" when none is near.
+func Closest(s string, cands []string, norm func(string) string) string {
+	best, bestD := "", 4
+	for _, c := range cands {
+		if d := distance(s, norm(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance between a and b, capped for long input.
+func distance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

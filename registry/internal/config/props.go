@@ -1,0 +1,401 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+const (
+	// MaxFileSize is the largest file the loader reads.
+	MaxFileSize = 4 << 20
+	// extraVisits is how many keys, values and list items a file may hold
+	// beyond one per byte: aliases and merge keys may make the loader read
+	// a part of the file again, and this bounds how often.
+	extraVisits = 10000
+	// maxMergeDepth bounds merge keys (<<) inside merged mappings.
+	maxMergeDepth = 32
+)
+
+// seg is one segment of a flattened key, as written, with the line of the
+// key it comes from.
+type seg struct {
+	name  string
+	line  int
+	index bool // a list index: [0]
+}
+
+// Value kinds.
+const (
+	scalar = iota
+	null
+	emptyMap
+	emptyList
+)
+
+// prop is one property: a flattened key and its value.
+type prop struct {
+	segs   []seg
+	value  string
+	kind   uint8
+	merged bool // brought in by a merge key (<<)
+	doc    *document
+}
+
+func (p *prop) line() int { return p.segs[len(p.segs)-1].line }
+
+// where is p's place, for errors.
+func (p *prop) where() where {
+	return where{file: p.doc.file, order: p.doc.order, line: p.line(), path: joinSegs(p.segs), profile: p.doc.profile}
+}
+
+// document is one YAML document or one part of a .properties file.
+type document struct {
+	file    string
+	order   int    // the file's place among those read
+	profile string // the profile expression that activates it, or ""
+	// fileProfile is the profile of the profile file it is in, or "".
+	fileProfile string
+	line        int // of that expression
+	props       []prop
+}
+
+// splitKey appends the segments of a key as written: dots separate them,
+// [n] is a list index and [a.b] a key with dots in it.
+func splitKey(k string, line int, out []seg) []seg {
+	for {
+		if strings.HasPrefix(k, "[") {
+			if j := strings.IndexByte(k, ']'); j > 0 {
+				name := k[1:j]
+				out = append(out, seg{name: name, line: line, index: allDigits(name)})
+				if k = strings.TrimPrefix(k[j+1:], "."); k == "" {
+					return out
+				}
+				continue
+			}
+		}
+		i := strings.IndexAny(k, ".[")
+		if i < 0 {
+			return append(out, seg{name: k, line: line})
+		}
+		out = append(out, seg{name: k[:i], line: line})
+		if k[i] == '.' {
+			i++
+		}
+		k = k[i:]
+	}
+}
+
+// flattener turns YAML documents into properties.
+type flattener struct {
+	l      *errList
+	doc    *document
+	visits int // keys, values and list items still allowed
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// readYAML reads the documents of a YAML file.
+func readYAML(data []byte, file string, order int, l *errList) []*document {
+	f := &flattener{l: l, visits: len(data) + extraVisits}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []*document
+	for {
+		var root yaml.Node
+		err := dec.Decode(&root)
+		if errors.Is(err, io.EOF) {
+			return docs
+		}
+		if err != nil {
+			w, msg := where{file: file, order: order}, strings.TrimPrefix(err.Error(), "yaml: ")
+			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+				w.line, _ = strconv.Atoi(m[1])
+				msg = err.Error()[len(m[0]):]
+				if lines := bytes.Split(data, []byte("\n")); w.line <= len(lines) && bytes.ContainsRune(lines[w.line-1], '\t') {
+					msg += " (a tab: YAML indents with spaces only)"
+				}
+			} else if _, a, ok := strings.Cut(msg, "unknown anchor '"); ok {
+				w.line = 1 + bytes.Count(data[:max(0, bytes.Index(data, []byte("*"+strings.TrimSuffix(a, "' referenced"))))], []byte("\n"))
+			}
+			l.add(w, "invalid YAML: %s", msg)
+			return nil
+		}
+		f.doc = &document{file: file, order: order}
+		docs = append(docs, f.doc)
+		if len(root.Content) == 0 {
+			continue
+		}
+		n := f.deref(root.Content[0], nil)
+		switch {
+		case n == nil || isNull(n):
+		case n.Kind != yaml.MappingNode:
+			hint := ""
+			if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "=") {
+				hint = " (only YAML is read here: LoadFile reads an application.properties file by its extension)"
+			}
+			l.add(where{file: file, order: order, line: n.Line}, "the top level of the file must be a mapping of keys to values, got %s%s", describe(n), hint)
+		default:
+			f.mapping(n, nil, false, 0)
+		}
+		if f.visits < 0 {
+			return docs
+		}
+	}
+}
+
+// fail reports a problem at n, under the flattened key path.
+func (f *flattener) fail(line int, path []seg, format string, args ...any) {
+	f.l.add(where{file: f.doc.file, order: f.doc.order, line: line, path: joinSegs(path), profile: f.doc.profile}, format, args...)
+}
+
+// visit spends one unit of the budget, reporting false (once, with an
+// error) when it is spent.
+func (f *flattener) visit(line int, path []seg) bool {
+	f.visits--
+	if f.visits == -1 {
+		f.fail(line, path, "aliases and merge keys expand the file beyond what it may hold (one key, value or list item per byte plus %d)", extraVisits)
+	}
+	return f.visits >= 0
+}
+
+func (f *flattener) deref(n *yaml.Node, path []seg) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		if !f.visit(n.Line, path) {
+			return nil
+		}
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+// node flattens the value n found under path.
+func (f *flattener) node(n *yaml.Node, path []seg, merged bool) {
+	if n = f.deref(n, path); n == nil || !f.visit(n.Line, path) {
+		return
+	}
+	p := prop{segs: path, merged: merged, doc: f.doc}
+	switch {
+	case n.Kind == yaml.MappingNode && len(n.Content) > 0:
+		f.mapping(n, path, merged, 0)
+		return
+	case n.Kind == yaml.SequenceNode && len(n.Content) > 0:
+		for i, item := range n.Content {
+			f.node(item, append(path[:len(path):len(path)], seg{name: strconv.Itoa(i), line: item.Line, index: true}), merged)
+		}
+		return
+	case n.Kind == yaml.MappingNode:
+		p.kind = emptyMap
+	case n.Kind == yaml.SequenceNode:
+		p.kind = emptyList
+	case isNull(n):
+		p.kind = null
+	default:
+		p.value = n.Value
+	}
+	f.doc.props = append(f.doc.props, p)
+}
+
+type pair struct {
+	k, v   *yaml.Node
+	merged bool
+}
+
+// mapping flattens a mapping: its explicit keys, then those its merge keys
+// (<<) bring in that no earlier key gives. A key written twice is an error.
+func (f *flattener) mapping(n *yaml.Node, path []seg, merged bool, depth int) {
+	var pairs []pair
+	f.collect(n, path, &pairs, map[string]int{}, merged, depth)
+	for _, p := range pairs {
+		f.node(p.v, splitKey(p.k.Value, p.k.Line, path[:len(path):len(path)]), p.merged)
+	}
+}
+
+func (f *flattener) collect(n *yaml.Node, path []seg, out *[]pair, seen map[string]int, merged bool, depth int) {
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !f.visit(k.Line, path) {
+			return
+		}
+		switch line, dup := seen[k.Value]; {
+		case k.Kind == yaml.ScalarNode && k.Tag == "!!merge":
+			merges = append(merges, v)
+		case k.Kind != yaml.ScalarNode:
+			f.fail(k.Line, path, "%s: keys must be plain strings", what(path))
+		case dup && !merged:
+			f.fail(k.Line, splitKey(k.Value, k.Line, path[:len(path):len(path)]), "%s: key %q is given twice (first at line %d)", what(path), k.Value, line)
+		case !dup:
+			seen[k.Value] = k.Line
+			*out = append(*out, pair{k, v, merged})
+		}
+	}
+	for _, m := range merges {
+		if depth >= maxMergeDepth {
+			f.fail(m.Line, path, "%s: merge keys (<<) nest more than %d deep", what(path), maxMergeDepth)
+			f.visits = -2 // stop reading: the error says why
+			return
+		}
+		if m = f.deref(m, path); m == nil {
+			return
+		}
+		srcs := []*yaml.Node{m}
+		if m.Kind == yaml.SequenceNode {
+			srcs = m.Content // a list of mappings
+		}
+		for _, src := range srcs {
+			if src = f.deref(src, path); src == nil {
+				return
+			}
+			if src.Kind != yaml.MappingNode {
+				f.fail(src.Line, path, "%s: a merge key (<<) must name a mapping or a list of mappings", what(path))
+				return
+			}
+			f.collect(src, path, out, seen, true, depth+1)
+		}
+	}
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return strconv.Quote(n.Value)
+}
+
+// readProperties reads a .properties file as java.util.Properties does;
+// "#---" or "!---" lines separate documents, as in Spring.
+func readProperties(data []byte, file string, order int, l *errList) []*document {
+	doc := &document{file: file, order: order}
+	docs := []*document{doc}
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i < len(lines); i++ {
+		line, start := strings.TrimLeft(strings.TrimSuffix(lines[i], "\r"), " \t\f"), i+1
+		if line == "#---" || line == "!---" {
+			doc = &document{file: file, order: order}
+			docs = append(docs, doc)
+			continue
+		}
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		for continued(line) && i+1 < len(lines) { // a trailing \ joins the next line
+			i++
+			line = line[:len(line)-1] + strings.TrimLeft(strings.TrimSuffix(lines[i], "\r"), " \t\f")
+		}
+		key, val := splitProperty(line)
+		if !utf8.ValidString(key) {
+			l.add(where{file: file, order: order, line: start}, "key %q is not valid UTF-8", key)
+			continue
+		}
+		p := prop{segs: splitKey(unescape(key), start, nil), value: unescape(val), doc: doc}
+		doc.props = append(doc.props, p)
+	}
+	return docs
+}
+
+// continued reports whether line ends with an odd number of backslashes.
+func continued(line string) bool {
+	n := len(line) - len(strings.TrimRight(line, `\`))
+	return n%2 == 1
+}
+
+// splitProperty splits a line at the first unescaped '=', ':' or blank,
+// as java.util.Properties does.
+func splitProperty(line string) (key, val string) {
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '\\':
+			i++
+		case '=', ':', ' ', '\t', '\f':
+			rest := strings.TrimLeft(line[i+1:], " \t\f")
+			if blank := line[i] != '=' && line[i] != ':'; blank && rest != "" && (rest[0] == '=' || rest[0] == ':') {
+				rest = strings.TrimLeft(rest[1:], " \t\f")
+			}
+			return line[:i], rest
+		}
+	}
+	return line, ""
+}
+
+var escapes = strings.NewReplacer(`\t`, "\t", `\n`, "\n", `\r`, "\r", `\f`, "\f")
+
+// unescape undoes the escapes of a .properties file: \t, \n, \r, \f,
+// \uXXXX, and a backslash before any other character.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		if r, err := strconv.ParseUint(s[i+1:min(len(s), i+5)], 16, 16); s[i] == 'u' && err == nil && i+5 <= len(s) {
+			b.WriteRune(rune(r))
+			i += 4
+		} else if e := escapes.Replace(s[i-1 : i+1]); len(e) == 1 {
+			b.WriteString(e)
+		} else {
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+func joinSegs(segs []seg) string {
+	var b strings.Builder
+	for i, s := range segs {
+		switch {
+		case s.index:
+			b.WriteString("[" + s.name + "]")
+		case strings.Contains(s.name, "."):
+			b.WriteString(map[bool]string{true: ".", false: ""}[i > 0] + "[" + s.name + "]")
+		default:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.name)
+		}
+	}
+	return b.String()
+}
+
+// normalize folds the spellings Spring's relaxed binding accepts
+// (maxWaitDuration, max-wait-duration, max_wait_duration) into one.
+func normalize(k string) string {
+	var b strings.Builder
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; {
+		case c == '-' || c == '_':
+		case c >= 'A' && c <= 'Z':
+			b.WriteByte(c + 'a' - 'A')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func normSegs(segs []seg) string {
+	var b strings.Builder
+	for i, s := range segs {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(normalize(s.name))
+	}
+	return b.String()
+}
