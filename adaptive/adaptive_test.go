@@ -429,6 +429,7 @@ algorithm: vegas
 minLimit: 5
 maxLimit: 200
 window: 250ms
+shadow: true
 vegas:
   noLoadWindow: 30s
   backoff: 0.8
@@ -439,7 +440,7 @@ aimd: {slowCall: 2s}
 	if err := yaml.Unmarshal([]byte(doc), &c); err != nil {
 		t.Fatal(err)
 	}
-	want := adaptive.Config{Algorithm: "vegas", MinLimit: 5, MaxLimit: 200, Window: 250 * time.Millisecond,
+	want := adaptive.Config{Algorithm: "vegas", MinLimit: 5, MaxLimit: 200, Window: 250 * time.Millisecond, Shadow: true,
 		Vegas:     adaptive.Vegas{NoLoadWindow: 30 * time.Second, Backoff: 0.8},
 		Gradient2: adaptive.Gradient2{Smoothing: 0.3, LongWindow: 50},
 		AIMD:      adaptive.AIMD{SlowCall: 2 * time.Second}}

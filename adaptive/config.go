@@ -47,7 +47,7 @@ type Config struct {
 	// each window as if its own limit were in force, while the calls ran
 	// under the bulkhead's, so a shadow limit is what the controller would
 	// choose from this traffic, not what it would converge to in charge.
-	Shadow bool `yaml:"-" json:"shadow"`
+	Shadow bool `yaml:"shadow" json:"shadow"`
 
 	// Custom, if set, is used instead of the named algorithm. A controller
 	// calls it from one goroutine at a time; give each controller its own.

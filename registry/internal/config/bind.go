@@ -438,7 +438,19 @@ var (
 		}
 		return f, true
 	}}
-	str = parser[string]{"a string", func(v *value) (string, bool) { return v.scalar("a string") }}
+	str     = parser[string]{"a string", func(v *value) (string, bool) { return v.scalar("a string") }}
+	boolean = parser[bool]{"true or false", func(v *value) (bool, bool) {
+		s, ok := v.scalar("true or false")
+		if !ok {
+			return false, false
+		}
+		b, err := strconv.ParseBool(strings.ToLower(s))
+		if err != nil || len(s) < 4 { // true or false, not 1, 0, t or f
+			v.fail("must be true or false, got %q", s)
+			return false, false
+		}
+		return b, true
+	}}
 )
 
 // what describes the entry a flattened key is in, for errors found while

@@ -192,6 +192,7 @@ func adaptiveFields[S, C any](get func(*S) **adaptive.Config) []field[S, C] {
 		n("aimd.increase", func(a *adaptive.Config) *float64 { return &a.AIMD.Increase }),
 		n("aimd.backoff", func(a *adaptive.Config) *float64 { return &a.AIMD.Backoff }),
 		d("aimd.slowCall", func(a *adaptive.Config) *time.Duration { return &a.AIMD.SlowCall }),
+		leaf[S, C]("adaptive.shadow", boolean, func(s *S) *bool { return &in(s).Shadow }),
 	}
 }
 
