@@ -144,6 +144,18 @@ func (e *FullError) Error() string {
 	case ReasonKeys:
 		s = fmt.Sprintf("bulkhead %q (%s) is full: too many active keys (maxActiveKeys %d)", e.Name, e.Kind, e.MaxConcurrentCalls)
 	}
+	switch { // the line's rules: why it did not wait, or stopped waiting
+	case e.Reason == ReasonWaiters && e.Waited:
+		return s + ": the oldest waiter, dropped for a newer one (maxWaitingCalls)"
+	case e.Reason == ReasonWaiters:
+		return s + ": too many callers waiting (maxWaitingCalls)"
+	case e.Reason == ReasonDeadline && e.Waited:
+		return s + ": its deadline came within minDeadlineSlack while it waited"
+	case e.Reason == ReasonDeadline:
+		return s + ": its deadline is nearer than minDeadlineSlack"
+	case e.Reason == ReasonCoDel:
+		return s + ": shed by CoDel, the line stood above its target wait"
+	}
 	if e.Waited {
 		if e.Kind == Pool {
 			s += fmt.Sprintf(": task not started within %v", e.MaxWaitDuration)
@@ -209,6 +221,10 @@ type Stats struct {
 	// Rejected counts calls refused because the bulkhead was full, at once
 	// or after waiting (MaxWaitDuration, or a pool's QueueTimeout).
 	Rejected uint64
+	// RejectedBy counts the same calls by the Reason of their refusal
+	// (indexed by Reason); they add up to Rejected. (A keyed bulkhead
+	// counts its reasons in its KeyStats instead.)
+	RejectedBy [len(Reasons) + 1]uint64
 	// Cancelled counts calls that gave up before running because their
 	// context ended (or, in a pool, whose future was cancelled or which
 	// Close dropped).
@@ -218,6 +234,12 @@ type Stats struct {
 	// Failed counts finished calls whose function returned an error,
 	// panicked or called runtime.Goexit (in both kinds alike).
 	Failed uint64
+
+	// Overloaded is true while CoDel finds the line of waiters overloaded.
+	Overloaded bool
+	// LIFO is true while the line serves its newest waiter first
+	// (QueueOrder LIFO, or AdaptiveLIFO switched to it).
+	LIFO bool
 }
 
 // LogValue makes a Stats a compact group for log/slog, as in

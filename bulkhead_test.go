@@ -46,6 +46,16 @@ func TestFullErrorMessages(t *testing.T) {
 			`bulkhead "lookups" (pool) is full (maxWorkers 4, queueCapacity 0)`},
 		{bulkhead.FullError{Name: "lookups", Kind: bulkhead.Pool, MaxConcurrentCalls: 4, QueueCapacity: 1, MaxWaitDuration: time.Millisecond, Waited: true},
 			`bulkhead "lookups" (pool) is full (maxWorkers 4, queueCapacity 1): task not started within 1ms`},
+		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonWaiters},
+			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): too many callers waiting (maxWaitingCalls)`},
+		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonWaiters, Waited: true},
+			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): the oldest waiter, dropped for a newer one (maxWaitingCalls)`},
+		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonDeadline},
+			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): its deadline is nearer than minDeadlineSlack`},
+		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonDeadline, Waited: true},
+			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): its deadline came within minDeadlineSlack while it waited`},
+		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonCoDel, Waited: true},
+			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): shed by CoDel, the line stood above its target wait`},
 	}
 	for _, c := range cases {
 		if got := c.err.Error(); got != c.want {
@@ -72,6 +82,7 @@ func TestStrings(t *testing.T) {
 		bulkhead.Semaphore: "semaphore", bulkhead.Pool: "pool", bulkhead.Kind(9): "Kind(9)",
 		bulkhead.EventPermitted: "permitted", bulkhead.EventRejected: "rejected",
 		bulkhead.EventCancelled: "cancelled", bulkhead.EventFinished: "finished", bulkhead.EventType(0): "EventType(0)",
+		bulkhead.FIFO: "fifo", bulkhead.LIFO: "lifo", bulkhead.AdaptiveLIFO: "adaptiveLifo", bulkhead.QueueOrder(7): "QueueOrder(7)",
 	} {
 		if got := v.String(); got != want {
 			t.Errorf("String() = %q, want %q", got, want)
@@ -136,5 +147,18 @@ func TestReasonStrings(t *testing.T) {
 	}
 	if got := bulkhead.Reason(200).String(); got != "Reason(200)" {
 		t.Fatalf("Reason(200).String() = %q", got)
+	}
+}
+
+func TestCoDelDefaultsAndValidate(t *testing.T) {
+	if got := (bulkhead.CoDel{}).WithDefaults(); got != (bulkhead.CoDel{Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond}) {
+		t.Fatalf("defaults %+v", got)
+	}
+	if err := (bulkhead.CoDel{Interval: 5 * time.Millisecond}).Validate(); err == nil ||
+		err.Error() != "codel.target must be shorter than codel.interval (5ms), got 5ms" {
+		t.Fatalf("Validate: %v", err)
+	}
+	if err := (bulkhead.CoDel{Target: time.Millisecond, Interval: 2 * time.Millisecond}).Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -97,7 +97,21 @@ const (
 	attrName   = "bulkhead.name"   // the bulkhead's name
 	attrKind   = "bulkhead.kind"   // "semaphore" or "pool"
 	attrResult = "bulkhead.result" // "permitted", "rejected" or "cancelled"
+	attrReason = "bulkhead.reason" // a bulkhead.Reason's String: "full", "timeout", "waiters", ...
 )
+
+// reasonOpts are one bulkhead's attribute options for bulkhead.rejections,
+// by Reason.
+type reasonOpts [len(bulkhead.Reasons) + 1]metric.MeasurementOption
+
+func newReasonOpts(k key, extra []attribute.KeyValue) *reasonOpts {
+	opts := new(reasonOpts)
+	kv := append(slices.Clip(extra), attribute.String(attrName, k.name), attribute.String(attrKind, k.kind.String()))
+	for _, r := range bulkhead.Reasons {
+		opts[r] = metric.WithAttributeSet(attribute.NewSet(append(slices.Clip(kv), attribute.String(attrReason, r.String()))...))
+	}
+	return opts
+}
 
 type gauge struct {
 	inst metric.Int64ObservableUpDownCounter
@@ -160,7 +174,8 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 	if mp == nil || src == nil {
 		return nil, errors.New("bulkheadotel: Register needs a MeterProvider and a Source, got nil")
 	}
-	seen := map[attribute.Key]string{attrName: "an instrument's own", attrKind: "an instrument's own", attrResult: "an instrument's own"}
+	seen := map[attribute.Key]string{attrName: "an instrument's own", attrKind: "an instrument's own", attrResult: "an instrument's own",
+		attrReason: "an instrument's own"}
 	for i, kv := range opts.Attributes {
 		why := seen[kv.Key]
 		if !kv.Valid() {
@@ -208,14 +223,25 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 		count("bulkhead.failed_calls", "Finished calls that returned an error, panicked or called runtime.Goexit.",
 			func(s bulkhead.Stats) uint64 { return s.Failed }),
 	}
+	rejections := count("bulkhead.rejections", "Calls refused, by reason (bulkhead.reason: full, timeout, waiters, "+
+		"deadline, codel, key, total, keys, priority, displaced); they add up to bulkhead.calls rejected.", nil)
+	state := func(name, desc string) metric.Int64ObservableGauge {
+		inst, err := m.Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit("1"))
+		errs = append(errs, err)
+		return inst
+	}
+	overloaded := state("bulkhead.codel.overloaded", "1 while CoDel finds the line of waiters overloaded, else 0.")
+	lifo := state("bulkhead.queue.lifo", "1 while the line of waiters serves the newest first, else 0.")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	insts := make([]metric.Observable, 0, len(gauges)+len(counters))
+	insts := make([]metric.Observable, 0, len(gauges)+len(counters)+3)
 	for _, g := range gauges {
 		insts = append(insts, g.inst)
 	}
-	insts = append(insts, calls.inst, counters[3].inst, counters[4].inst)
+	insts = append(insts, calls.inst, counters[3].inst, counters[4].inst, rejections.inst, overloaded, lifo)
+	var reasonsMu sync.Mutex // two readers may collect at once
+	reasons := map[key]*reasonOpts{}
 
 	cache := &attrCache{m: map[key]*[nResults]metric.MeasurementOption{}, extra: slices.Clone(opts.Attributes)}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -237,7 +263,24 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 		}
 		cache.m = live // forget removed bulkheads
 		cache.mu.Unlock()
+		ros := make([]*reasonOpts, len(stats))
+		reasonsMu.Lock()
+		live2 := make(map[key]*reasonOpts, len(is))
 		for i, s := range stats {
+			k := key{s.Kind, s.Name}
+			if ros[i] = reasons[k]; ros[i] == nil {
+				ros[i] = newReasonOpts(k, cache.extra)
+			}
+			live2[k] = ros[i]
+		}
+		reasons = live2 // forget removed bulkheads
+		reasonsMu.Unlock()
+		for i, s := range stats {
+			for _, r := range bulkhead.Reasons {
+				o.ObserveInt64(rejections.inst, int64(s.RejectedBy[r]), ros[i][r])
+			}
+			o.ObserveInt64(overloaded, int64(one(s.Overloaded)), opts[i][none])
+			o.ObserveInt64(lifo, int64(one(s.LIFO)), opts[i][none])
 			for _, g := range gauges {
 				o.ObserveInt64(g.inst, int64(g.val(s)), opts[i][none])
 			}
@@ -268,4 +311,12 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 		})
 		return err
 	}, nil
+}
+
+// one is 1 for true and 0 for false.
+func one(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -69,11 +69,16 @@ func value(t *testing.T, ms map[string]metricdata.Metrics, name string, set attr
 	if !ok {
 		return 0, false
 	}
-	sum, ok := m.Data.(metricdata.Sum[int64])
-	if !ok {
-		t.Fatalf("%s: data %T, want metricdata.Sum[int64]", name, m.Data)
+	var dps []metricdata.DataPoint[int64]
+	switch d := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		dps = d.DataPoints
+	case metricdata.Gauge[int64]:
+		dps = d.DataPoints
+	default:
+		t.Fatalf("%s: data %T, want metricdata.Sum[int64] or Gauge[int64]", name, m.Data)
 	}
-	for _, p := range sum.DataPoints {
+	for _, p := range dps {
 		if p.Attributes.Equals(&set) {
 			return p.Value, true
 		}
@@ -97,6 +102,8 @@ func points(ms map[string]metricdata.Metrics) int {
 	for _, m := range ms {
 		switch d := m.Data.(type) {
 		case metricdata.Sum[int64]:
+			n += len(d.DataPoints)
+		case metricdata.Gauge[int64]:
 			n += len(d.DataPoints)
 		case metricdata.Histogram[float64]:
 			n += len(d.DataPoints)
@@ -126,6 +133,9 @@ func TestInstruments(t *testing.T) {
 		"bulkhead.calls":              "counter {call}",
 		"bulkhead.finished_calls":     "counter {call}",
 		"bulkhead.failed_calls":       "counter {call}",
+		"bulkhead.rejections":         "counter {call}",
+		"bulkhead.codel.overloaded":   "gauge 1",
+		"bulkhead.queue.lifo":         "gauge 1",
 		"bulkhead.call.time_in_queue": "histogram s",
 		"bulkhead.call.duration":      "histogram s",
 	}
@@ -137,6 +147,8 @@ func TestInstruments(t *testing.T) {
 			if d.IsMonotonic {
 				kind = "counter"
 			}
+		case metricdata.Gauge[int64]:
+			kind = "gauge"
 		case metricdata.Histogram[float64]:
 			kind = "histogram"
 		}
@@ -421,6 +433,10 @@ func TestAttributesTellSourcesApart(t *testing.T) {
 	check(t, ms, "bulkhead.limit", with("billing", attrs("payment", "semaphore")), 5)
 	check(t, ms, "bulkhead.calls", with("orders", attrs("payment", "semaphore", "permitted")), 1)
 	check(t, ms, "bulkhead.calls", with("billing", attrs("payment", "semaphore", "permitted")), 0)
+	reason := attribute.NewSet(attribute.String("bulkhead.name", "payment"), attribute.String("bulkhead.kind", "semaphore"),
+		attribute.String("bulkhead.reason", "full"))
+	check(t, ms, "bulkhead.rejections", with("orders", reason), 0)
+	check(t, ms, "bulkhead.queue.lifo", with("billing", attrs("payment", "semaphore")), 0)
 	if n := len(ms["bulkhead.limit"].Data.(metricdata.Sum[int64]).DataPoints); n != 2 {
 		t.Errorf("bulkhead.limit has %d points, want 2", n)
 	}
@@ -447,4 +463,36 @@ func TestAttributesMustBeValid(t *testing.T) {
 			t.Errorf("Attributes %v: got %v, want an error with %q", c.kv, err, c.want)
 		}
 	}
+}
+
+// bulkhead.rejections splits the rejected calls by bulkhead.reason, and
+// the line's modes have their gauges.
+func TestRejectionsByReason(t *testing.T) {
+	r, mp := newReader(t)
+	sem, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour,
+		QueueOrder: bulkhead.LIFO, MinDeadlineSlack: time.Hour})
+	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(sem), bulkheadotel.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	sem.TryAcquire()
+	sem.TryAcquire() // full
+	near, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = sem.Acquire(near) // deadline
+	_ = sem.Acquire(near) // deadline
+	sem.Release()
+	ms := collect(t, r)
+	reason := func(r string) attribute.Set {
+		return attribute.NewSet(attribute.String("bulkhead.name", "payment"), attribute.String("bulkhead.kind", "semaphore"),
+			attribute.String("bulkhead.reason", r))
+	}
+	for _, rs := range bulkhead.Reasons {
+		want := map[bulkhead.Reason]int64{bulkhead.ReasonFull: 1, bulkhead.ReasonDeadline: 2}[rs]
+		check(t, ms, "bulkhead.rejections", reason(rs.String()), want)
+	}
+	check(t, ms, "bulkhead.calls", attrs("payment", "semaphore", "rejected"), 3)
+	check(t, ms, "bulkhead.queue.lifo", attrs("payment", "semaphore"), 1)
+	check(t, ms, "bulkhead.codel.overloaded", attrs("payment", "semaphore"), 0)
 }

@@ -10,24 +10,22 @@ import (
 	"github.com/bulkhead-go/bulkhead/internal/join"
 )
 
-// ErrNotDone is what [Future.Result] returns for a future that has not
-// completed yet, and what [Settle] reports for a future that had not
-// completed when its context ended.
+// ErrNotDone is what [Future.Result] and [Settle] report for a future that
+// has not completed.
 var ErrNotDone = errors.New("future: not done")
 
-// errThenExited completes the future of a Then whose function panicked or
-// called runtime.Goexit; the panic itself goes on up the goroutine.
+// errThenExited fails a Then whose function panicked or called
+// runtime.Goexit (the panic goes on).
 var errThenExited = errors.New("future: the Then function panicked or called runtime.Goexit")
 
 // Canceler is what [Future.Cancel] asks to stop the work behind a pending
-// future made by a [Promise]. Its Cancel must see to it that the future is
-// completed (sooner or later).
+// future made by a [Promise]; its Cancel must see the future completed.
 type Canceler interface {
 	Cancel()
 }
 
-// The state word: the state in its low two bits, and above them how many
-// callers use the canceler; it is dropped once complete and unused.
+// The state word: the state in its low two bits, above them how many
+// callers use the canceler (dropped once complete and unused).
 const (
 	unready    uint32 = iota // a Promise before Init
 	pending                  // waiting for its result
@@ -49,16 +47,12 @@ type Future[T any] struct {
 	val       T
 	err       error
 	canceler  Canceler
-	// hooks to run on completion, oldest first; changed under mu, head
-	// also read without it.
-	mu   sync.Mutex
-	head atomic.Pointer[hook]
-	tail *hook
+	mu        sync.Mutex // guards the hooks to run on completion, oldest first (head is also read without it)
+	head      atomic.Pointer[hook]
+	tail      *hook
 }
 
-// hook is one callback waiting for a future to complete. Whoever hooks a
-// future embeds a hook and sets x to itself, so that hooking costs no
-// allocation of its own.
+// hook is one callback waiting for a future, embedded by whoever hooks (x).
 type hook struct {
 	x          hookTarget
 	idx        int // for x: which of its futures this hook watches
@@ -66,8 +60,7 @@ type hook struct {
 	linked     bool // on a future's list; guarded by that future's mu
 }
 
-// hookTarget is what a hook calls when its future completes. If firing
-// completed another future, fire returns that future's hooks to run next.
+// hookTarget is what a hook calls; fire returns the hooks due next.
 type hookTarget interface {
 	fire(idx int, failed bool) (next *hook, nextFailed bool)
 }
@@ -91,14 +84,10 @@ func (f *Future[T]) usable(name string) {
 	}
 }
 
-// Wait blocks until the future completes or ctx ends, and returns the value
-// and error it completed with, or the zero value and ctx.Err(). ctx ending
-// stops the wait, not the work ([Future.Cancel] does that).
-//
-// Inside a pool task, given the task's context (or one derived from it),
-// Wait on a queued task of the same pool (or a [Then] future of one) runs
-// it in the waiting task's slot: see the pool package's "Waiting inside a
-// task".
+// Wait blocks until the future completes or ctx ends, and returns its value
+// and error, or the zero value and ctx.Err() (the work goes on). Inside a
+// pool task, with the task's context, Wait on a queued task of the pool
+// runs it in the task's slot (the pool package's "Waiting inside a task").
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	if ctx == nil || f == nil {
 		f.usable("Wait")
@@ -126,23 +115,20 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 		f.wg.Wait()
 		return f.val, f.err
 	}
-	done := f.Done()
 	select {
-	case <-done:
-		return f.val, f.err
+	case <-f.Done():
 	case <-cdone:
-		if f.isComplete() { // both ready: the result wins
-			return f.val, f.err
+		if !f.isComplete() { // both ready: the result wins
+			var zero T
+			return zero, ctx.Err()
 		}
-		var zero T
-		return zero, ctx.Err()
 	}
+	return f.val, f.err
 }
 
 // Done returns a channel that is closed when the future completes, for use in
-// a select. A pending future makes this channel the first time it is asked
-// for (by Done, or by Wait with a context that can end), so futures that are
-// only waited for without a deadline never allocate one.
+// a select. It is made the first time it is asked for (by Done, or Wait with
+// a context that can end).
 func (f *Future[T]) Done() <-chan struct{} {
 	if d := f.done.Load(); d != nil {
 		return d.(chan struct{})
@@ -155,8 +141,7 @@ func (f *Future[T]) Done() <-chan struct{} {
 	if !f.done.CompareAndSwap(nil, c) {
 		return f.done.Load().(chan struct{}) // another caller made it first
 	}
-	// complete may have run between the state check and the swap, and
-	// missed c: then close it here (whoever swaps it out closes it).
+	// complete may have missed c: close it here (whoever swaps it out does).
 	if f.isComplete() && f.done.CompareAndSwap(c, closedChan) {
 		close(c)
 	}
@@ -173,13 +158,10 @@ func (f *Future[T]) Result() (T, error) {
 	return f.val, f.err
 }
 
-// Cancel asks for the work behind a pending future to stop; it does nothing
-// once the future has completed. A pool task still in the queue never runs
-// and its future fails at once with [context.Canceled]; a running task has
-// its context cancelled, and its future completes when it returns. A future
-// made by [Then] fails at once with context.Canceled, and its source runs
-// on. A future of a [Promise] made with a Canceler calls that Canceler (the
-// first time); one made without fails at once with context.Canceled.
+// Cancel asks for the work behind a pending future to stop. A queued pool
+// task fails at once with [context.Canceled], a running one has its context
+// cancelled; a [Then] future fails at once, its source running on; a
+// [Promise]'s future calls its Canceler once (without one, fails at once).
 func (f *Future[T]) Cancel() {
 	if !f.acquire() {
 		return
@@ -209,16 +191,15 @@ func (f *Future[T]) acquire() bool {
 	}
 }
 
-// release ends a use of f.canceler; the last user of a complete future
-// drops it.
+// release ends a use of f.canceler (the last one drops it, if complete).
 func (f *Future[T]) release() {
 	if f.state.Add(^uint32(oneUser-1)) == complete {
 		f.dropCanceler()
 	}
 }
 
-// source is what a wait inside a pool task hands to the pool (see await):
-// the canceler of a pending future, or of the source of a Then chain.
+// source is what a wait inside a pool task hands to the pool: the canceler
+// of a pending future, or of the source of a Then chain.
 type source interface{ source() any }
 
 func (f *Future[T]) source() any {
@@ -232,8 +213,7 @@ func (f *Future[T]) source() any {
 	return f.canceler
 }
 
-// dropper is a Canceler that holds more than it needs once its future is
-// complete (a Then stage's function).
+// dropper is a Canceler holding more than a complete future needs.
 type dropper interface{ drop() }
 
 // dropCanceler forgets the canceler of a complete future that nobody uses.
@@ -244,8 +224,7 @@ func (f *Future[T]) dropCanceler() {
 	f.canceler = nil
 }
 
-// complete stores the result, releases the waiters and runs the callbacks,
-// once; it reports whether this call did it.
+// complete is settle, then the callbacks.
 func (f *Future[T]) complete(v T, err error) bool {
 	h, ok := f.settle(v, err)
 	if h != nil {
@@ -255,8 +234,7 @@ func (f *Future[T]) complete(v T, err error) bool {
 }
 
 // settle stores the result and releases the waiters, once, and returns the
-// callbacks that are now due (for the caller to run) and whether this call
-// completed f.
+// callbacks now due and whether this call completed f.
 func (f *Future[T]) settle(v T, err error) (*hook, bool) {
 	for {
 		s := f.state.Load()
@@ -293,8 +271,8 @@ func (f *Future[T]) settle(v T, err error) (*hook, bool) {
 	return h, true
 }
 
-// runHooks fires h and the hooks after it, in order, and those of the
-// futures that firing completes, depth first, in a loop. It recovers nothing.
+// runHooks fires h and the hooks after it, and those of the futures that
+// firing completes, depth first, in a loop (constant stack).
 func runHooks(h *hook, failed bool) {
 	type rest struct {
 		h      *hook
@@ -323,10 +301,8 @@ func runHooks(h *hook, failed bool) {
 	}
 }
 
-// onDone arranges for h to fire once the future has completed: at once on
-// this goroutine if it already has, otherwise on the goroutine that
-// completes it, after the hooks linked before it. It reports whether h was
-// linked, for unhook.
+// onDone has h fire once the future completes (at once if it has), after
+// the hooks linked before it. It reports whether h was linked.
 func (f *Future[T]) onDone(h *hook) bool {
 	f.mu.Lock()
 	h.prev, h.next, h.linked = f.tail, nil, true
@@ -371,25 +347,21 @@ func (f *Future[T]) unlinkLocked(h *hook) {
 	h.prev, h.next, h.linked = nil, nil, false
 }
 
-// Promise is the writing side of a [Future]: whoever holds it completes the
-// future, once. Make one with [NewPromise], or embed a Promise value in a
-// larger struct and call [Promise.Init], so that one allocation holds both
-// (the future then keeps that struct alive for as long as it is held).
+// Promise is the writing side of a [Future]. Make one with [NewPromise], or
+// embed it in a larger struct and call [Promise.Init] (one allocation).
 type Promise[T any] struct {
 	f Future[T]
 }
 
-// NewPromise returns a Promise whose future is pending. c, which may be nil,
-// is what [Future.Cancel] calls while the future is pending. The future
-// drops c once it has completed.
+// NewPromise returns a Promise whose future is pending; [Future.Cancel]
+// calls c (which may be nil) until it completes, then the future drops c.
 func NewPromise[T any](c Canceler) *Promise[T] {
 	p := new(Promise[T])
 	p.Init(c)
 	return p
 }
 
-// Init prepares a Promise held by value, as [NewPromise] does. Call it once,
-// before the Promise or its Future is used; calling it twice panics.
+// Init prepares a Promise held by value, once, as [NewPromise] does.
 func (p *Promise[T]) Init(c Canceler) {
 	if !p.f.state.CompareAndSwap(unready, pending) {
 		panic("future: Promise.Init called twice")
@@ -401,10 +373,8 @@ func (p *Promise[T]) Init(c Canceler) {
 // Future returns the future this Promise completes.
 func (p *Promise[T]) Future() *Future[T] { return &p.f }
 
-// Complete completes the future with v and err, and reports whether this
-// call did so; every call after the first (or after Cancel completed the
-// future) does nothing and returns false. The future's callbacks run on
-// the caller, before Complete returns.
+// Complete completes the future with v and err, once, and reports whether
+// this call did; the future's callbacks run before it returns.
 func (p *Promise[T]) Complete(v T, err error) bool {
 	if p.f.state.Load() == unready {
 		panic("future: Promise used before Init")
@@ -421,8 +391,7 @@ func Completed[T any](v T, err error) *Future[T] {
 }
 
 // TaskError is the error of [All] when one of its futures fails: Index is
-// that future's position among All's arguments, and Err (which Unwrap
-// returns) its error.
+// its position among All's arguments, Err its error.
 type TaskError struct {
 	Index int
 	Err   error
@@ -437,12 +406,10 @@ func (e *TaskError) Error() string {
 func (e *TaskError) Unwrap() error { return e.Err }
 
 // All waits for every future and returns their values in argument order.
-// It fails fast: on the first failure (the first in argument order of those
-// already failed), it cancels the others still pending and returns a
-// [*TaskError] with that index and error, beside the values that succeeded.
+// On the first failure (the first in argument order of those failed) it
+// cancels the others pending and returns a [*TaskError] beside the values.
 // If ctx ends first, it returns ctx.Err() and cancels nothing. Inside a
-// pool task it helps as [Future.Wait] does, in argument order; so do Settle
-// and First. None of them starts a goroutine or leaves a hook behind.
+// pool task it helps as [Future.Wait] does, as Settle and First do.
 func All[T any](ctx context.Context, fs ...*Future[T]) ([]T, error) {
 	i, err := await(ctx, "All", fs, waitAll)
 	out := make([]T, len(fs))
@@ -464,8 +431,7 @@ func All[T any](ctx context.Context, fs ...*Future[T]) ([]T, error) {
 }
 
 // Settle waits until every future has completed, or ctx ends, and returns
-// every value and error by index ([ErrNotDone] for a future still pending
-// when ctx ended). It cancels nothing.
+// every value and error by index (ErrNotDone if still pending).
 func Settle[T any](ctx context.Context, fs ...*Future[T]) (vals []T, errs []error) {
 	_, _ = await(ctx, "Settle", fs, waitSettle)
 	vals, errs = make([]T, len(fs)), make([]error, len(fs))
@@ -475,13 +441,11 @@ func Settle[T any](ctx context.Context, fs ...*Future[T]) (vals []T, errs []erro
 	return vals, errs
 }
 
-// errNoFutures is First's error when it is given nothing to wait for.
 var errNoFutures = errors.New("future: First called with no futures")
 
 // First waits for the first of the futures to complete and returns its value
-// and error (of several already complete, the earliest in argument order).
-// It returns ctx.Err() if ctx ends first, and an error if fs is empty; it
-// cancels nothing.
+// and error (the earliest in argument order of those complete), ctx.Err()
+// if ctx ends first, or an error if fs is empty.
 func First[T any](ctx context.Context, fs ...*Future[T]) (T, error) {
 	var zero T
 	if len(fs) == 0 {
@@ -494,8 +458,7 @@ func First[T any](ctx context.Context, fs ...*Future[T]) (T, error) {
 	return fs[i].val, fs[i].err
 }
 
-// waitMode says what decides an await: the first completion (First), the
-// first failure or the last success (All), or the last completion (Settle).
+// waitMode says what decides an await.
 type waitMode uint8
 
 const (
@@ -504,8 +467,7 @@ const (
 	waitSettle
 )
 
-// waiter is what All, First and Settle wait on: one hook on each pending
-// future, and one wake-up once the outcome is known.
+// waiter is what All, First and Settle wait on.
 type waiter struct {
 	mode  waitMode
 	left  atomic.Int64  // completions still awaited (All: successes), plus one while hooks are being added
@@ -527,9 +489,9 @@ func (w *waiter) fire(idx int, failed bool) (*hook, bool) {
 	return nil, false
 }
 
-// await waits for the outcome of fs in the given mode. It returns the index
-// of the deciding future (-1 if none decided: every one succeeded for All,
-// every one completed for Settle), or ctx.Err(). It leaves no hook behind.
+// await waits for the outcome of fs in the given mode, and returns the index
+// of the deciding future (-1 if none decided), or ctx.Err(). It leaves no
+// hook behind.
 func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMode) (int, error) {
 	if ctx == nil {
 		panic("future: " + name + " called with a nil Context")
@@ -576,8 +538,7 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 		w.wake <- struct{}{}
 	}
 	// Inside a pool task, the pool runs the queued tasks of its own among
-	// fs, in order, one at a time in the task's slot (join.Helper). A
-	// future that needs no help now never will.
+	// fs, in order, one at a time (join.Helper).
 	h, _ := ctx.Value(join.Key).(join.Helper)
 	var decided func() bool
 	if h != nil {
@@ -617,10 +578,9 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 	return -1, nil
 }
 
-// OnComplete calls fn with the future's value and error once it completes:
-// on the goroutine that completes it, after the waiters and the callbacks
-// registered before, or at once if it has completed (see the root package's
-// "Callbacks"). A panic in fn is not recovered.
+// OnComplete calls fn with the future's value and error once it completes,
+// on the goroutine that completes it after the callbacks registered before,
+// or at once (see the root package's "Callbacks").
 func (f *Future[T]) OnComplete(fn func(T, error)) {
 	if fn == nil {
 		panic("future: OnComplete called with a nil function")
@@ -644,11 +604,9 @@ func (c *onComplete[T]) fire(int, bool) (*hook, bool) {
 }
 
 // Then returns a future that completes with fn's result once f succeeds, or
-// with f's error once f fails. fn is a callback, as for [Future.OnComplete];
-// if it panics or calls runtime.Goexit, the new future fails saying so and
-// the panic goes on. Cancelling the new future fails it with
-// [context.Canceled] and leaves f running. A chain of any length completes
-// in constant stack.
+// with f's error. fn is a callback, as for [Future.OnComplete] (if it
+// panics, the new future fails and the panic goes on). Cancelling the new
+// future leaves f running. Any chain completes in constant stack.
 func Then[T, U any](f *Future[T], fn func(T) (U, error)) *Future[U] {
 	if f == nil {
 		panic("future: Then called with a nil *Future")
@@ -664,8 +622,7 @@ func Then[T, U any](f *Future[T], fn func(T) (U, error)) *Future[U] {
 	return t.p.Future()
 }
 
-// then is one Then: its hook on the source future and the new future, in
-// one allocation.
+// then is one Then: its hook and the new future, in one allocation.
 type then[T, U any] struct {
 	h   hook
 	p   Promise[U]
@@ -685,8 +642,8 @@ func (t *then[T, U]) drop() { t.fn = nil }
 
 func (t *then[T, U]) source() source { return t.src }
 
-// fire runs the stage. It holds the new future's canceler (t itself) while
-// it uses fn, so that completion cannot drop fn under it.
+// fire runs the stage, holding the new future's canceler (t) so that
+// completion cannot drop fn under it.
 func (t *then[T, U]) fire(int, bool) (*hook, bool) {
 	f := &t.p.f
 	if !f.acquire() { // cancelled: fn is not wanted
@@ -706,8 +663,7 @@ func (t *then[T, U]) fire(int, bool) (*hook, bool) {
 	return h, err != nil
 }
 
-// call runs fn. If fn does not return (a panic, runtime.Goexit), the new
-// future fails first, and the panic goes on unrecovered.
+// call runs fn; if fn does not return, the new future fails first.
 func (t *then[T, U]) call(v T) (U, error) {
 	returned := false
 	defer func() {

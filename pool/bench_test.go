@@ -2,12 +2,14 @@ package pool_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/panjf2000/ants/v2"
 
+	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
 	"github.com/bulkhead-go/bulkhead/pool"
 )
@@ -227,4 +229,42 @@ func BenchmarkReject(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkQueue is a queue that stays long (16 submitters per P on 2
+// workers, each task yielding once) under each configured form of the
+// queue's rules, beside the plain FIFO queue; the rules cost only here.
+func BenchmarkQueue(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	task := func(context.Context) error { runtime.Gosched(); return nil }
+	base := pool.Config{MaxWorkers: 2, QueueCapacity: 1024, QueueTimeout: time.Minute}
+	for _, c := range []struct {
+		name string
+		mod  func(*pool.Config)
+	}{
+		{"fifo", func(*pool.Config) {}},
+		{"deadlineSlack", func(c *pool.Config) { c.MinDeadlineSlack = time.Millisecond }},
+		{"lifo", func(c *pool.Config) { c.QueueOrder = bulkhead.LIFO }},
+		{"adaptiveLIFO", func(c *pool.Config) { c.QueueOrder, c.LIFOThreshold = bulkhead.AdaptiveLIFO, 4 }},
+		{"codel", func(c *pool.Config) { c.CoDel = &bulkhead.CoDel{} }},
+		{"maxWaitingLIFO", func(c *pool.Config) {
+			c.QueueCapacity, c.MaxWaitingCalls, c.QueueOrder = 4, 8, bulkhead.LIFO
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := base
+			c.mod(&cfg)
+			p := benchPool(b, cfg)
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if f, err := p.Go(ctx, task); err == nil {
+						f.Wait(ctx) // a refusal (waiters, codel) is a result like any other here
+					}
+				}
+			})
+		})
+	}
 }

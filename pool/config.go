@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	"github.com/bulkhead-go/bulkhead"
 )
 
 // MaxLimit is the largest MaxWorkers and the largest QueueCapacity a
@@ -32,6 +34,35 @@ type Config struct {
 	// KeepAlive is how long an idle worker goroutine lives before it exits.
 	// 0 means DefaultKeepAlive; it must not be negative.
 	KeepAlive time.Duration
+
+	// The fields below shed load under overload (docs/shedding.md); their
+	// zero values keep a plain first-in, first-out queue. Rejections they
+	// cause carry their [bulkhead.Reason].
+
+	// MaxWaitingCalls caps the submitters waiting for room in the queue
+	// ([Go], [Bulkhead.Go]); 0 means no cap. A submitter that finds that
+	// many waiting is refused at once (ReasonWaiters), unless the queue
+	// serves the newest first: then the oldest waiting submitter is refused
+	// and the newcomer waits.
+	MaxWaitingCalls int
+	// MinDeadlineSlack, if positive, is the time a task needs before its
+	// submitter's context deadline: a task that would have to queue (or its
+	// submitter wait for room) with less left is refused at once, and a
+	// queued task is dropped when that point comes instead of started too
+	// late (ReasonDeadline).
+	MinDeadlineSlack time.Duration
+	// QueueOrder is the order queued tasks get a worker: bulkhead.FIFO (the
+	// default), bulkhead.LIFO or bulkhead.AdaptiveLIFO; the LIFO orders need
+	// a QueueTimeout. Waiting submitters move into the queue first in,
+	// first out.
+	QueueOrder bulkhead.QueueOrder
+	// LIFOThreshold is, for AdaptiveLIFO, the queue depth above which the
+	// newest task is started first; 0 means only while CoDel reports the
+	// queue overloaded (CoDel must then be set).
+	LIFOThreshold int
+	// CoDel, if not nil, drops queued tasks of a queue that stays above its
+	// target wait (ReasonCoDel); see [bulkhead.CoDel].
+	CoDel *bulkhead.CoDel
 }
 
 // DefaultConfig returns Resilience4j's thread-pool defaults, GOMAXPROCS
@@ -55,6 +86,28 @@ func (c Config) Validate() error {
 		return fmt.Errorf("queueTimeout must be >= 0, got %v", c.QueueTimeout)
 	case c.KeepAlive < 0:
 		return fmt.Errorf("keepAlive must be >= 0, got %v", c.KeepAlive)
+	case c.MaxWaitingCalls < 0:
+		return fmt.Errorf("maxWaitingCalls must be >= 0, got %d", c.MaxWaitingCalls)
+	case c.MinDeadlineSlack < 0:
+		return fmt.Errorf("minDeadlineSlack must be >= 0, got %v", c.MinDeadlineSlack)
+	case c.QueueOrder > bulkhead.AdaptiveLIFO:
+		return fmt.Errorf("queueOrder must be fifo, lifo or adaptiveLifo, got %v", c.QueueOrder)
+	case c.LIFOThreshold < 0:
+		return fmt.Errorf("lifoThreshold must be >= 0, got %d", c.LIFOThreshold)
+	case c.LIFOThreshold > 0 && c.QueueOrder != bulkhead.AdaptiveLIFO:
+		return fmt.Errorf("lifoThreshold %d applies only to queueOrder adaptiveLifo, got queueOrder %v", c.LIFOThreshold, c.QueueOrder)
+	case c.QueueOrder == bulkhead.AdaptiveLIFO && c.LIFOThreshold == 0 && c.CoDel == nil:
+		return fmt.Errorf("queueOrder adaptiveLifo needs lifoThreshold > 0 or codel, got neither")
+	case c.QueueOrder != bulkhead.FIFO && c.QueueTimeout == 0:
+		// so that nobody waits forever at the back of a LIFO queue
+		return fmt.Errorf("queueOrder %v needs queueTimeout > 0 (a bounded wait), got 0", c.QueueOrder)
+	case c.QueueCapacity == 0 && c.QueueOrder != bulkhead.FIFO:
+		return fmt.Errorf("queueOrder %v needs queueCapacity > 0 (a queue), got 0", c.QueueOrder)
+	case c.QueueCapacity == 0 && c.CoDel != nil:
+		return fmt.Errorf("codel needs queueCapacity > 0 (a queue), got 0")
+	}
+	if c.CoDel != nil {
+		return c.CoDel.Validate()
 	}
 	return nil
 }

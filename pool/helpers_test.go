@@ -137,10 +137,22 @@ func wait[T any](t testing.TB, f *future.Future[T]) (T, error) {
 	return f.Wait(guardCtx(t))
 }
 
+// wantStats fails unless b's Stats are want. The rejections by reason must
+// add up to Rejected; their split is checked only if want gives one.
 func wantStats(t testing.TB, b *pool.Bulkhead, want bulkhead.Stats) {
 	t.Helper()
 	got := b.Stats()
 	want.Name, want.Kind = "test", bulkhead.Pool
+	var sum uint64
+	for _, n := range got.RejectedBy {
+		sum += n
+	}
+	if sum != got.Rejected {
+		t.Fatalf("Stats: rejections by reason %v add up to %d, Rejected is %d", got.RejectedBy, sum, got.Rejected)
+	}
+	if want.RejectedBy == ([len(bulkhead.Reasons) + 1]uint64{}) {
+		want.RejectedBy = got.RejectedBy
+	}
 	if got != want {
 		t.Fatalf("Stats:\n got %+v\nwant %+v", got, want)
 	}

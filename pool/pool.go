@@ -16,48 +16,41 @@ import (
 	"github.com/bulkhead-go/bulkhead/future"
 	"github.com/bulkhead-go/bulkhead/internal/clock"
 	"github.com/bulkhead-go/bulkhead/internal/event"
+	"github.com/bulkhead-go/bulkhead/internal/shed"
 )
 
 // Bulkhead runs tasks on at most MaxWorkers worker goroutines, with a
-// bounded first-in, first-out queue of tasks waiting for a worker, and
+// bounded queue of tasks waiting for a worker (first in, first out unless
+// the Config's QueueOrder says otherwise), and
 // rejects work at once when both are full. Submit tasks with [Submit] or
 // [Bulkhead.TryGo], or wait for room with [Go] or [Bulkhead.Go]. A Bulkhead
 // is safe for concurrent use; create one with [New] and stop it with
 // [Bulkhead.Close].
 type Bulkhead struct {
-	// saturated is true while every worker is busy and the queue is full,
-	// so that a rejection is decided from one atomic load. It is written
-	// (under mu) only when it changes.
+	// saturated: every worker busy and the queue full, so that a rejection
+	// is one atomic load (G2_Reject); written under mu when it changes.
 	saturated atomic.Bool
-	closed    atomic.Bool   // set by Close, under mu
-	rejected  atomic.Uint64 // counted without the lock, on the rejection fast path
+	closed    atomic.Bool             // set by Close, under mu
+	rejected  [nReasons]atomic.Uint64 // by reason; counted without the lock on the rejection fast path
 
 	name string
 	hub  event.Hub[bulkhead.Event]
 	cfg  atomic.Pointer[Config]
 	full atomic.Pointer[fullErrors]
 	ants atomic.Pointer[ants.PoolWithFunc]
-	// busy counts the goroutines doing the Bulkhead's work: workers from
-	// invoke to the end of their task's callbacks, and the goroutines that
-	// fail dropped tasks (their futures' callbacks run there). Close waits
-	// for it to reach 0 (see workDone).
+	// busy counts the goroutines doing the Bulkhead's work (workers, and
+	// timers that drop queued tasks), callbacks included: Close waits for 0.
 	busy atomic.Int64
 
 	mu sync.Mutex // guards everything below and every node's links and state
-	// active counts the tasks running; lent those of them that run in the
-	// slot of a task that waits for them (see help), so that active-lent
-	// slots are taken.
+	// active counts the tasks running, lent those of them in the slot of a
+	// task that waits for them (see help): active-lent slots are taken.
 	active, lent int
-	maxWorkers   int
-	queueCap     int
-	maxWait      time.Duration
-	keepAlive    time.Duration
-	// The queue's timeout: one timer, armed for the earliest deadline of a
-	// queued task (see armLocked and expireQueued).
-	timerAt  int64 // deadline (from now()) the latest timer was armed for; 0 = none
-	unsorted bool  // a task was queued with an earlier deadline than one before it
-	lastDL   int64 // the latest deadline of a task put in the queue
-	timer    *time.Timer
+	// line is the queue's order and CoDel state (see Config); shedNodes
+	// the tasks its rules dropped while mu was held, for the holder to fail
+	// once it is released (takeShedLocked).
+	line      shed.Line
+	shedNodes []*node
 	// counters; Rejected is above
 	permitted, cancelled, finished, failed uint64
 	waiting                                queue         // submitters' tasks waiting for room (Go), oldest first
@@ -68,12 +61,24 @@ type Bulkhead struct {
 	releasing                              bool          // released is closed or being closed
 }
 
-type fullErrors struct{ now, waited *bulkhead.FullError }
+// fullErrors are the errors of every rejection, by reason: [0] of a task
+// refused at once, [1] of one refused after it waited.
+type fullErrors [2][nReasons]bulkhead.FullError
+
+// nReasons bounds the reasons a pool refuses with.
+const nReasons = bulkhead.ReasonCoDel + 1
+
+// err returns the prebuilt error of a rejection for reason r.
+func (f *fullErrors) err(r bulkhead.Reason, waited bool) *bulkhead.FullError {
+	if waited {
+		return &f[1][r]
+	}
+	return &f[0][r]
+}
 
 // New returns a Bulkhead named name with the given configuration. It fails
-// if the name is empty or a field is out of range. The Bulkhead owns an ants
-// pool (two housekeeping goroutines, plus the workers while there is work);
-// call Close to stop them.
+// if the name is empty or a field is out of range. Call Close to stop its
+// goroutines.
 func New(name string, cfg Config) (*Bulkhead, error) {
 	if name == "" {
 		return nil, errors.New("pool: name must not be empty")
@@ -90,42 +95,44 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
 	}
 	b.ants.Store(p)
-	b.keepAlive = cfg.keepAlive()
 	b.apply(cfg)
 	return b, nil
 }
 
-// rethrow is the ants pool's panic handler: a panic reaches ants only from
-// a callback on a worker, and ends the program, as on any goroutine (ants
-// would log it and carry on).
+// rethrow is the ants pool's panic handler: a panic in a callback on a
+// worker ends the program, as on any goroutine (ants would log it).
 func rethrow(v any) { panic(v) }
 
-// newAnts makes the ants pool of workers, unlimited: the Bulkhead's own count
-// limits running tasks, and a worker stays busy a moment after its slot is
-// freed (callbacks), so that a fixed size would fail although a slot is free.
+// newAnts makes the ants pool, unlimited: the Bulkhead counts the running
+// tasks, and a worker is busy a moment after its slot is freed (callbacks).
 func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
 	return ants.NewPoolWithFunc(-1, b.work, ants.WithExpiryDuration(cfg.keepAlive()), ants.WithPanicHandler(rethrow))
 }
 
-// apply installs cfg's limits and rejection errors. b.mu must be held, or b
-// not yet shared.
+// apply installs cfg's limits and rejection errors. b.mu must be held.
 func (b *Bulkhead) apply(cfg Config) {
-	b.maxWorkers, b.queueCap, b.maxWait = cfg.MaxWorkers, cfg.QueueCapacity, cfg.QueueTimeout
+	if cfg.CoDel != nil {
+		c := *cfg.CoDel // a copy: the caller's may change
+		cfg.CoDel = &c
+	}
+	b.line.Set(cfg.QueueOrder, cfg.LIFOThreshold, cfg.CoDel)
 	b.cfg.Store(&cfg)
-	e := bulkhead.FullError{Name: b.name, Kind: bulkhead.Pool, MaxConcurrentCalls: cfg.MaxWorkers,
-		QueueCapacity: cfg.QueueCapacity, MaxWaitDuration: cfg.QueueTimeout, Reason: bulkhead.ReasonFull}
-	w := e
-	w.Waited, w.Reason = true, bulkhead.ReasonTimeout
-	b.full.Store(&fullErrors{now: &e, waited: &w})
+	fe := new(fullErrors)
+	for w := range fe {
+		for r := range fe[w] {
+			fe[w][r] = bulkhead.FullError{Name: b.name, Kind: bulkhead.Pool, MaxConcurrentCalls: cfg.MaxWorkers,
+				QueueCapacity: cfg.QueueCapacity, MaxWaitDuration: cfg.QueueTimeout, Waited: w == 1, Reason: bulkhead.Reason(r)}
+		}
+	}
+	b.full.Store(fe)
 }
 
 // free reports whether a slot is free. b.mu must be held.
-func (b *Bulkhead) free() bool { return b.active-b.lent < b.maxWorkers }
+func (b *Bulkhead) free() bool { return b.active-b.lent < b.cfg.Load().MaxWorkers }
 
-// storeSaturated publishes whether b is saturated, for the lock-free rejection
-// check. b.mu must be held.
+// storeSaturated updates saturated. b.mu must be held.
 func (b *Bulkhead) storeSaturated() {
-	if s := !b.free() && b.queue.len >= b.queueCap; s != b.saturated.Load() {
+	if s := !b.free() && b.queue.len >= b.cfg.Load().QueueCapacity; s != b.saturated.Load() {
 		b.saturated.Store(s)
 	}
 }
@@ -134,16 +141,22 @@ func (b *Bulkhead) storeSaturated() {
 func (b *Bulkhead) Name() string { return b.name }
 
 // Config returns the configuration in force.
-func (b *Bulkhead) Config() Config { return *b.cfg.Load() }
+func (b *Bulkhead) Config() Config {
+	cfg := *b.cfg.Load()
+	if cfg.CoDel != nil {
+		c := *cfg.CoDel // a copy: the caller's may change
+		cfg.CoDel = &c
+	}
+	return cfg
+}
 
 // String returns `pool bulkhead "name"`.
 func (b *Bulkhead) String() string { return fmt.Sprintf("pool bulkhead %q", b.name) }
 
 // Subscribe calls fn with every event of this Bulkhead until cancel is
-// called. fn is a callback (see the root package's "Callbacks"): it runs with
-// no lock held on the goroutine where the event happened (the submitter, the
-// worker, the goroutine that dropped a queued task, the caller of
-// Reconfigure); a task's future completes before its finished event.
+// called. fn is a callback (see the root package's "Callbacks"), run on the
+// goroutine where the event happened; a task's future completes before its
+// finished event.
 func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	if fn == nil {
 		panic("pool: Subscribe called with a nil function")
@@ -167,7 +180,7 @@ func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Submit", ctx, b)
 	}
-	return submit(ctx, b, fn, nil, false)
+	return submit(ctx, b, fn, false)
 }
 
 // Go is [Submit] for fan-out that must run every task: with the queue full,
@@ -180,42 +193,49 @@ func Go[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, er
 	if fn == nil || ctx == nil || b == nil {
 		misuse("Go", ctx, b)
 	}
-	return submit(ctx, b, fn, nil, true)
+	return submit(ctx, b, fn, true)
 }
 
 // TryGo is [Submit] for a function that returns only an error: it never
 // waits.
 func (b *Bulkhead) TryGo(ctx context.Context, fn func(context.Context) error) (*future.Future[struct{}], error) {
-	if fn == nil || ctx == nil || b == nil {
-		misuse("TryGo", ctx, b)
-	}
-	return submit[struct{}](ctx, b, nil, fn, false)
+	return b.goErr("TryGo", ctx, fn, false)
 }
 
 // Go is [Go] for a function that returns only an error: it waits for room.
 func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*future.Future[struct{}], error) {
+	return b.goErr("Go", ctx, fn, true)
+}
+
+func (b *Bulkhead) goErr(name string, ctx context.Context, fn func(context.Context) error, wait bool) (*future.Future[struct{}], error) {
 	if fn == nil || ctx == nil || b == nil {
-		misuse("Go", ctx, b)
+		misuse(name, ctx, b)
 	}
-	return submit[struct{}](ctx, b, nil, fn, true)
+	return submit(ctx, b, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) }, wait)
 }
 
 // submit is Submit, Go, TryGo and Bulkhead.Go once their arguments are
-// checked: fn, or else fnErr, is the task's function.
-func submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error), fnErr func(context.Context) error, wait bool) (*future.Future[T], error) {
+// checked.
+func submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error), wait bool) (*future.Future[T], error) {
 	if err := b.precheck(ctx, wait); err != nil {
 		return nil, err
 	}
-	t := newTask(b, ctx, fn, fnErr)
+	t := newTask(b, ctx, fn)
 	if err := b.admit(ctx, &t.node, wait); err != nil {
-		t.cancel(context.Canceled)
 		return nil, err
 	}
 	return t.p.Future(), nil
 }
 
-// misuse panics for a nil Context, *Bulkhead or function passed to name: a
-// bug in the caller, reported before anything is counted.
+// enter submits n, made with ctx: precheck, then admit.
+func (b *Bulkhead) enter(ctx context.Context, n *node, wait bool) error {
+	if err := b.precheck(ctx, wait); err != nil {
+		return err
+	}
+	return b.admit(ctx, n, wait)
+}
+
+// misuse panics for a nil Context, *Bulkhead or function passed to name.
 func misuse(name string, ctx context.Context, b *Bulkhead) {
 	switch {
 	case ctx == nil:
@@ -244,19 +264,43 @@ func (b *Bulkhead) precheck(ctx context.Context, wait bool) error {
 	return nil
 }
 
-// reject counts and reports a rejection at submission.
+// reject counts and reports a rejection at submission, the pool being
+// full: refuse for ReasonFull with constant indexes, which keeps
+// BenchmarkReject/serial at 113 instructions, as before the reasons (123
+// through refuse).
 func (b *Bulkhead) reject() error {
-	fe := b.full.Load()
-	b.rejected.Add(1)
+	fe := &b.full.Load()[0][bulkhead.ReasonFull]
+	b.rejected[bulkhead.ReasonFull].Add(1)
 	if b.hub.Active() {
-		b.publish(bulkhead.EventRejected, fe.now, 0, 0)
+		b.publish(bulkhead.EventRejected, fe, 0, 0)
 	}
-	return fe.now
+	return fe
+}
+
+// refuse counts and reports a rejection at submission for reason r.
+func (b *Bulkhead) refuse(r bulkhead.Reason) error {
+	fe := b.full.Load().err(r, false)
+	b.rejected[r].Add(1)
+	if b.hub.Active() {
+		b.publish(bulkhead.EventRejected, fe, 0, 0)
+	}
+	return fe
+}
+
+// tooLate reports whether a task submitted with ctx, that would have to
+// wait, has less than MinDeadlineSlack left. b.mu must be held.
+func (b *Bulkhead) tooLate(ctx context.Context) bool {
+	slack := b.cfg.Load().MinDeadlineSlack
+	if slack <= 0 {
+		return false
+	}
+	d, ok := ctx.Deadline()
+	return ok && time.Until(d) <= slack
 }
 
 // admit is the one admission decision: it starts n, a new task, on a free
 // worker, or queues it, or (wait) runs it in the slot of the task of b
-// that submits it, or makes its submitter wait for room, or rejects it.
+// that submits it, or has its submitter wait for room, or rejects it.
 func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	b.mu.Lock()
 	switch {
@@ -268,7 +312,11 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 		b.mu.Unlock()
 		b.invoke(n)
 		return nil
-	case b.queue.len < b.queueCap:
+	case b.queue.len < b.cfg.Load().QueueCapacity:
+		if b.tooLate(ctx) {
+			b.mu.Unlock()
+			return b.refuse(bulkhead.ReasonDeadline)
+		}
 		b.enqueueLocked(n)
 		b.mu.Unlock()
 		return nil
@@ -282,6 +330,28 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 		b.runLent(n)
 		return nil
 	}
+	r := bulkhead.ReasonNone
+	var bumped []*node // the oldest waiting submitters, refused for n
+	switch limit := b.cfg.Load().MaxWaitingCalls; {
+	case b.tooLate(ctx):
+		r = bulkhead.ReasonDeadline
+	case limit > 0 && b.waiting.len >= limit:
+		if !b.line.LIFO(b.queue.len) {
+			r = bulkhead.ReasonWaiters
+			break
+		}
+		for b.waiting.len >= limit {
+			w := b.waiting.pop()
+			w.state, w.bumped = stDone, true
+			b.rejected[bulkhead.ReasonWaiters].Add(1)
+			close(w.ready)
+			bumped = append(bumped, w)
+		}
+	}
+	if r != bulkhead.ReasonNone {
+		b.mu.Unlock()
+		return b.refuse(r)
+	}
 	if b.hub.Active() {
 		n.queuedAt = now()
 	}
@@ -289,6 +359,11 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	n.ready = make(chan struct{})
 	b.waiting.push(n)
 	b.mu.Unlock()
+	if len(bumped) > 0 && b.hub.Active() {
+		for _, w := range bumped {
+			b.publish(bulkhead.EventRejected, b.full.Load().err(bulkhead.ReasonWaiters, true), sinceOrZero(w.queuedAt), 0)
+		}
+	}
 	return b.awaitRoom(ctx, n)
 }
 
@@ -315,11 +390,13 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 	if n.refused {
 		return bulkhead.ErrClosed
 	}
+	if n.bumped { // dropped for a newer submitter (counted and published there)
+		return b.full.Load().err(bulkhead.ReasonWaiters, true)
+	}
 	return nil
 }
 
-// startLocked counts n as running. b.mu must be held and a slot free (or
-// lent to n).
+// startLocked counts n running. b.mu must be held, a slot free or lent.
 func (b *Bulkhead) startLocked(n *node) {
 	b.active++
 	n.state = stRunning
@@ -328,9 +405,8 @@ func (b *Bulkhead) startLocked(n *node) {
 	b.storeSaturated()
 }
 
-// enqueueLocked puts n at the back of the queue, and watches its
-// submitter's context, so that n leaves the queue as soon as it ends. b.mu
-// must be held and the queue have room.
+// enqueueLocked puts n at the back of the queue, until QueueTimeout or its
+// submitter's context ends. b.mu must be held and the queue have room.
 func (b *Bulkhead) enqueueLocked(n *node) {
 	if n.queuedAt == 0 && b.hub.Active() {
 		n.queuedAt = now()
@@ -338,37 +414,47 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	n.state = stQueued
 	b.queue.push(n)
 	b.storeSaturated()
-	if b.maxWait > 0 {
-		n.deadline = now() + int64(b.maxWait)
-		if b.queue.len == 1 {
-			b.unsorted = false
-		} else if n.deadline < b.lastDL {
-			b.unsorted = true // QueueTimeout was shortened: see expireQueued
-		}
-		b.lastDL = n.deadline
-		b.armLocked(n.deadline)
+	cfg := b.cfg.Load()
+	if b.line.Clocked() {
+		n.joined = now()
 	}
-	if parent := n.tc.parent; parent.Done() != nil {
-		n.stop = context.AfterFunc(parent, func() { b.parentDone(n) })
+	d, r := cfg.QueueTimeout, bulkhead.ReasonTimeout
+	n.byDeadline = false
+	if dl, ok := n.parent.Deadline(); ok && cfg.MinDeadlineSlack > 0 {
+		if w := time.Until(dl) - cfg.MinDeadlineSlack; d == 0 || w < d {
+			d, r, n.byDeadline, n.deadline = max(w, 1), bulkhead.ReasonDeadline, true, now()+int64(max(w, 1))
+		}
+	}
+	if d > 0 {
+		n.expiry = time.AfterFunc(d, func() { b.dropBy(n, b.full.Load().err(r, true), bulkhead.EventRejected) })
+	}
+	if parent := n.parent; parent.Done() != nil {
+		n.stop = context.AfterFunc(parent, func() { b.dropBy(n, nil, bulkhead.EventCancelled) })
 	}
 }
 
-// unqueueLocked takes n out of the queue, stops watching its submitter's
-// context, and moves a waiting submitter's task into the room it leaves.
-// b.mu must be held.
+// unqueueLocked takes n out of the queue and lets a waiting submitter's
+// task in. b.mu must be held.
 func (b *Bulkhead) unqueueLocked(n *node) {
 	b.queue.remove(n)
+	if b.queue.len == 0 {
+		b.line.Empty() // an empty queue stands no more (CoDel)
+	}
 	if n.stop != nil {
 		n.stop()
 		n.stop = nil
+	}
+	if n.expiry != nil {
+		n.expiry.Stop()
+		n.expiry = nil
 	}
 	b.refillLocked()
 }
 
 // refillLocked moves waiting submitters' tasks into the queue while it has
-// room. b.mu must be held.
+// room.
 func (b *Bulkhead) refillLocked() {
-	for n := b.waiting.head; n != nil && b.queue.len < b.queueCap; n = b.waiting.head {
+	for n := b.waiting.head; n != nil && b.queue.len < b.cfg.Load().QueueCapacity; n = b.waiting.head {
 		b.waiting.remove(n)
 		b.enqueueLocked(n)
 		close(n.ready)
@@ -376,12 +462,34 @@ func (b *Bulkhead) refillLocked() {
 	b.storeSaturated()
 }
 
-// popLocked takes the oldest waiting task, for the caller to start: the
-// queue's head, else the oldest waiting submitter's, else nil. b.mu held.
+// popLocked takes the next waiting task, or nil, for the caller to start:
+// the queue's next by the Config's order (its head, or its tail while
+// LIFO), else the oldest waiting submitter's. The tasks that CoDel or a
+// deadline drops instead go to shedNodes, for the caller to fail once b.mu
+// is released (takeShedLocked).
 func (b *Bulkhead) popLocked() *node {
-	if n := b.queue.head; n != nil {
+	var t int64 // read once, for the rules that need the time
+	for n := b.queue.head; n != nil; n = b.queue.head {
+		head := n
+		if b.line.LIFO(b.queue.len) {
+			n = b.queue.tail
+		}
+		if t == 0 && (b.line.Clocked() || n.byDeadline) {
+			t = now()
+		}
+		r := bulkhead.ReasonNone
+		if b.line.Clocked() && b.line.Serve(t, t-n.joined, t-head.joined) {
+			r = bulkhead.ReasonCoDel
+		} else if n.byDeadline && n.deadline <= t {
+			r = bulkhead.ReasonDeadline // never started too late
+		}
 		b.unqueueLocked(n)
-		return n
+		if r == bulkhead.ReasonNone {
+			return n
+		}
+		n.state, n.reason = stDone, r
+		b.rejected[r].Add(1)
+		b.shedNodes = append(b.shedNodes, n)
 	}
 	if n := b.waiting.pop(); n != nil {
 		close(n.ready)
@@ -390,71 +498,12 @@ func (b *Bulkhead) popLocked() *node {
 	return nil
 }
 
-// armLocked makes the queue's one timer fire by deadline dl (deadlines come
-// in queue order; an early firing finds nothing to do). b.mu must be held.
-func (b *Bulkhead) armLocked(dl int64) {
-	if b.timerAt != 0 && b.timerAt <= dl {
-		return
-	}
-	b.timerAt = dl
-	// A new timer each time, not Reset: the bulkhead may be used from a
-	// testing/synctest bubble that an earlier timer does not belong to.
-	b.timer = time.AfterFunc(time.Duration(dl-now()), func() { b.expireQueued(dl) })
-}
-
-// expireQueued drops the queued tasks whose QueueTimeout has passed, then
-// arms the timer for the next deadline. at is the deadline the firing timer
-// was armed for. The scan stops at the first task not due, unless a
-// shortened QueueTimeout put later deadlines before earlier ones.
-func (b *Bulkhead) expireQueued(at int64) {
+// dropBy is dropQueued on a timer's goroutine (QueueTimeout, or n's
+// submitter's context ended), counted busy.
+func (b *Bulkhead) dropBy(n *node, err error, typ bulkhead.EventType) {
+	b.busy.Add(1) // before the drop can find the bulkhead drained
 	defer b.workDone()
-	b.mu.Lock()
-	b.busy.Add(1) // before a drop can find the bulkhead drained: see workDone
-	if b.timerAt == at {
-		b.timerAt = 0
-	}
-	t, next := now(), int64(0)
-	var drop []*node
-	for n := b.queue.head; n != nil; {
-		nx := n.next // a task that dropLocked queues at the back arms the timer itself
-		if n.deadline != 0 && n.deadline <= t {
-			b.dropLocked(n)
-			b.rejected.Add(1)
-			drop = append(drop, n)
-		} else if n.deadline != 0 {
-			next = min(next, n.deadline)
-			if next == 0 {
-				next = n.deadline
-			}
-			if !b.unsorted {
-				break // the rest come later
-			}
-		}
-		n = nx
-	}
-	if next != 0 {
-		b.armLocked(next)
-	}
-	b.mu.Unlock()
-	if len(drop) > 0 {
-		b.droppedAll(drop, bulkhead.EventRejected, b.full.Load().waited)
-	}
-}
-
-// parentDone drops n, queued, when its submitter's context has ended.
-func (b *Bulkhead) parentDone(n *node) {
-	defer b.workDone()
-	b.mu.Lock()
-	b.busy.Add(1) // before a drop can find the bulkhead drained: see workDone
-	if n.state != stQueued {
-		b.mu.Unlock()
-		return
-	}
-	b.dropLocked(n)
-	b.cancelled++
-	err := n.tc.parent.Err()
-	b.mu.Unlock()
-	b.dropped(n, bulkhead.EventCancelled, err)
+	b.dropQueued(n, err, typ)
 }
 
 // invoke hands n to an ants worker (Invoke fails only on a replaced pool).
@@ -464,8 +513,8 @@ func (b *Bulkhead) invoke(n *node) {
 	}
 }
 
-// work is the ants pool's function: it runs n, then, while tasks wait and
-// a slot is free, the oldest of them, on this goroutine.
+// work is the ants pool's function: it runs n, then the next tasks finish
+// hands it.
 func (b *Bulkhead) work(arg any) {
 	defer b.workDone()
 	for n := arg.(*node); n != nil; {
@@ -473,20 +522,17 @@ func (b *Bulkhead) work(arg any) {
 	}
 }
 
-// workDone ends a goroutine's work (counted by invoke, expireQueued or
-// parentDone). After Close, the last one to end lets Close return.
+// workDone ends a busy goroutine's work. Close stores closed before it
+// reads busy: either this sees closed, or Close sees this decrement.
 func (b *Bulkhead) workDone() {
-	// Close stores closed before it reads busy: either this sees closed,
-	// or Close sees this decrement.
 	if b.busy.Add(-1) == 0 && b.closed.Load() {
 		b.releaseIfDone()
 	}
 }
 
-// run runs n, which is counted running, on this goroutine, and returns the
-// next task this worker should run. It publishes EventPermitted first; a
+// run runs n, counted running, and returns this worker's next task. A
 // panic or runtime.Goexit in the task fails its future; one in a subscriber
-// of EventPermitted fails the task unrun, and goes on.
+// of its EventPermitted fails it unrun, and goes on.
 func (b *Bulkhead) run(n *node) (next *node) {
 	var start time.Time
 	started, returned := false, false
@@ -496,13 +542,13 @@ func (b *Bulkhead) run(n *node) (next *node) {
 		}
 		if started {
 			if r := recover(); r != nil {
-				n.j.setErr(&bulkhead.PanicError{Value: r, Stack: debug.Stack()})
+				n.err = &bulkhead.PanicError{Value: r, Stack: debug.Stack()}
 				next = b.finish(n, start, false)
 				return
 			}
-			n.j.setErr(errGoexit)
+			n.err = errGoexit
 		} else {
-			n.j.setErr(errNotRun)
+			n.err = errNotRun
 		}
 		b.finish(n, start, true) // this goroutine is ending
 	}()
@@ -520,12 +566,15 @@ func (b *Bulkhead) run(n *node) (next *node) {
 	return b.finish(n, start, false)
 }
 
-// finish accounts for n (ending its loan), picks this worker's next task,
-// then completes n's future and publishes EventFinished: whoever sees the
-// future done sees the slot free. If a callback ends the goroutine, or it
-// is leaving, the next task goes to another worker.
+// finish frees n's slot (ending its loan), picks this worker's next task,
+// then completes n's future and publishes EventFinished. If a callback ends
+// the goroutine, or it is leaving, the next task goes to another worker.
+// n's Group hears of its failure before the slot is freed (see Group.end).
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
-	err := n.j.result()
+	err := n.err
+	if n.grp != nil && err != nil {
+		n.grp.end(n.gi, err, false)
+	}
 	b.mu.Lock()
 	b.finished++
 	if err != nil {
@@ -547,8 +596,15 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		}
 	}
 	b.storeSaturated()
+	var sh []*node
+	if b.shedNodes != nil {
+		sh = b.takeShedLocked()
+	}
 	b.mu.Unlock()
-	n.cancel(context.Canceled)
+	n.end()
+	if n.grp != nil {
+		n.grp.end(n.gi, nil, true)
+	}
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
 		b.invoke(next)
@@ -556,9 +612,8 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	}
 	settled := false
 	defer func() {
-		// The lender resumes once n's callbacks (an All's or a First's
-		// hook among them) have run, so that a gather decided by n starts
-		// nothing more in its slot.
+		// The lender resumes after n's callbacks (a gather's hook), so
+		// that a gather decided by n starts nothing more in its slot.
 		if ended != nil {
 			close(ended)
 		}
@@ -569,6 +624,9 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 			b.invoke(next)
 		}
 		n.drop()
+		if sh != nil {
+			b.refusedAll(sh)
+		}
 	}()
 	n.j.settle() // runs the future's callbacks; n may be dropped from here on
 	settled = true
@@ -583,19 +641,67 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	return next
 }
 
-// cancel ends n because its future was cancelled: a queued task leaves the
-// queue and fails with err; a running one has its context cancelled.
-func (b *Bulkhead) cancel(n *node, err error) {
+// dropQueued takes n out of the queue, if it is there, counted as typ says
+// (EventCancelled or EventRejected), and fails it with err (nil: its
+// submitter's context's error). It reports whether n was queued.
+func (b *Bulkhead) dropQueued(n *node, err error, typ bulkhead.EventType) bool {
 	b.mu.Lock()
-	if n.state == stQueued {
-		b.dropLocked(n)
-		b.cancelled++
+	if n.state != stQueued {
 		b.mu.Unlock()
-		b.dropped(n, bulkhead.EventCancelled, err)
-		return
+		return false
+	}
+	b.dropLocked(n)
+	if fe, ok := err.(*bulkhead.FullError); ok && typ == bulkhead.EventRejected {
+		b.rejected[fe.Reason].Add(1)
+	} else {
+		b.cancelled++
+	}
+	if err == nil {
+		err = n.parent.Err()
 	}
 	b.mu.Unlock()
-	n.cancel(err)
+	b.droppedAll([]*node{n}, typ, err)
+	if b.closed.Load() {
+		b.releaseIfDone()
+	}
+	return true
+}
+
+// takeShedLocked returns the tasks the queue's rules dropped (see
+// popLocked) and counts a busy goroutine for them, which refusedAll ends:
+// Close waits until their futures are done. b.mu must be held.
+func (b *Bulkhead) takeShedLocked() []*node {
+	sh := b.shedNodes
+	if sh != nil {
+		b.shedNodes = nil
+		b.busy.Add(1)
+	}
+	return sh
+}
+
+// refusedAll fails the futures of queued tasks the queue's rules refused
+// after they waited, each with its reason's error, every one even if a
+// callback ends the goroutine, and ends takeShedLocked's busy count; nil
+// does nothing.
+func (b *Bulkhead) refusedAll(ns []*node) {
+	if ns == nil {
+		return
+	}
+	defer b.workDone()
+	b.refuseEach(ns)
+}
+
+func (b *Bulkhead) refuseEach(ns []*node) {
+	i := 0
+	defer func() {
+		if i < len(ns) {
+			b.refuseEach(ns[i+1:])
+		}
+	}()
+	fe := b.full.Load()
+	for ; i < len(ns); i++ {
+		b.droppedAll(ns[i:i+1], bulkhead.EventRejected, fe.err(ns[i].reason, true))
+	}
 }
 
 // dropLocked takes a queued node out of the queue. b.mu must be held.
@@ -604,52 +710,35 @@ func (b *Bulkhead) dropLocked(n *node) {
 	n.state = stDone
 }
 
-// dropped completes the future of a node that left the queue without
-// running, then publishes typ.
-func (b *Bulkhead) dropped(n *node, typ bulkhead.EventType, err error) {
-	n.cancel(context.Canceled)
-	n.j.fail(err)
-	n.drop()
-	if b.hub.Active() {
-		b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
-	}
-	if b.closed.Load() {
-		b.releaseIfDone()
-	}
-}
-
-// droppedAll fails the futures of nodes dropped together, every one even if
-// a callback ends the goroutine, then publishes typ for each.
+// droppedAll fails the futures of tasks dropped unrun and publishes typ
+// for each: every one, even if a callback ends the goroutine.
 func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
-	failAll(ns, err)
-	if b.hub.Active() {
-		for _, n := range ns {
+	i := 0
+	defer func() {
+		if i < len(ns) {
+			b.droppedAll(ns[i+1:], typ, err)
+		}
+	}()
+	for ; i < len(ns); i++ {
+		n := ns[i]
+		if n.grp != nil {
+			n.grp.end(n.gi, err, true)
+		}
+		n.err = err
+		n.j.settle()
+		n.drop()
+		if b.hub.Active() {
 			b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
 		}
 	}
 }
 
-func failAll(ns []*node, err error) {
-	i := 0
-	defer func() {
-		if i < len(ns) {
-			failAll(ns[i+1:], err)
-		}
-	}()
-	for ; i < len(ns); i++ {
-		ns[i].cancel(context.Canceled)
-		ns[i].j.fail(err)
-		ns[i].drop()
-	}
-}
-
-// epoch anchors now, so that queue times are read from the monotonic clock.
-var epoch = time.Now()
-
-// now returns the time since epoch, never 0.
+// now returns the monotonic time since epoch, never 0.
 func now() int64 { return int64(time.Since(epoch)) | 1 }
 
-// sinceOrZero returns the time since t (from now), or 0 if t is unset.
+var epoch = time.Now()
+
+// sinceOrZero returns the time since t (from now), or 0 if t is 0.
 func sinceOrZero(t int64) time.Duration {
 	if t == 0 {
 		return 0
@@ -657,11 +746,11 @@ func sinceOrZero(t int64) time.Duration {
 	return time.Duration(now() - t)
 }
 
+// publish and publishAt publish an event of type typ.
 func (b *Bulkhead) publish(typ bulkhead.EventType, err error, wait, run time.Duration) {
 	b.publishAt(typ, clock.Now(), err, wait, run)
 }
 
-// publishAt publishes an event of type typ stamped at.
 func (b *Bulkhead) publishAt(typ bulkhead.EventType, at time.Time, err error, wait, run time.Duration) {
 	b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: typ, Time: at,
 		Err: err, Wait: wait, Run: run})
@@ -685,7 +774,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		return bulkhead.ErrClosed
 	}
 	var old *ants.PoolWithFunc
-	if ka := cfg.keepAlive(); ka != b.keepAlive {
+	if cfg.keepAlive() != b.cfg.Load().keepAlive() {
 		// ants cannot change a pool's expiry: start a new pool and let the
 		// old one's workers finish what they run, then exit.
 		p, err := b.newAnts(cfg)
@@ -694,9 +783,8 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 			return fmt.Errorf("pool %q: %w", b.name, err)
 		}
 		old = b.ants.Swap(p)
-		b.keepAlive = ka
 	}
-	changed := cfg.MaxWorkers != b.maxWorkers
+	changed := cfg.MaxWorkers != b.cfg.Load().MaxWorkers
 	b.apply(cfg)
 	var start []*node
 	for b.free() {
@@ -708,6 +796,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 		start = append(start, n)
 	}
 	b.refillLocked()
+	sh := b.takeShedLocked()
 	b.mu.Unlock()
 	if old != nil {
 		old.Release() // does not wait: its busy workers exit once their tasks are done
@@ -715,6 +804,7 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 	for _, n := range start {
 		b.invoke(n)
 	}
+	b.refusedAll(sh)
 	if changed && b.hub.Active() {
 		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: bulkhead.EventLimitChanged,
 			Time: clock.Now(), Limit: cfg.MaxWorkers})
@@ -722,32 +812,25 @@ func (b *Bulkhead) Reconfigure(cfg Config) error {
 	return nil
 }
 
-// Stats returns a snapshot of the Bulkhead's state and counters. All fields
-// but Rejected are read together, under the lock that guards them, so
-// Permitted - Finished == InFlight in every snapshot. InFlight may exceed
-// MaxWorkers after Reconfigure lowered it, and by the tasks that run in the
-// slots of tasks that wait for them (see "Waiting inside a task" in the
-// package documentation).
+// Stats returns a snapshot of the Bulkhead's state and counters, all but
+// Rejected read together, so Permitted - Finished == InFlight. InFlight may
+// exceed MaxWorkers after Reconfigure lowered it, and by the tasks that run
+// in the slots of tasks waiting for them ("Waiting inside a task").
 func (b *Bulkhead) Stats() bulkhead.Stats {
 	b.mu.Lock()
-	active, lent, queued, waiting, maxWorkers, queueCap := b.active, b.lent, b.queue.len, b.waiting.len, b.maxWorkers, b.queueCap
-	permitted, cancelled, finished, failed := b.permitted, b.cancelled, b.finished, b.failed
-	b.mu.Unlock()
-	return bulkhead.Stats{
-		Name:                     b.name,
-		Kind:                     bulkhead.Pool,
-		MaxConcurrentCalls:       maxWorkers,
-		AvailableConcurrentCalls: max(0, maxWorkers-active+lent),
-		InFlight:                 active,
-		Waiting:                  waiting,
-		QueueDepth:               queued,
-		QueueCapacity:            queueCap,
-		Permitted:                permitted,
-		Rejected:                 b.rejected.Load(),
-		Cancelled:                cancelled,
-		Finished:                 finished,
-		Failed:                   failed,
+	defer b.mu.Unlock()
+	c := b.cfg.Load()
+	var by [len(bulkhead.Reasons) + 1]uint64
+	var rejected uint64
+	for r := range b.rejected {
+		by[r] = b.rejected[r].Load()
+		rejected += by[r]
 	}
+	return bulkhead.Stats{Name: b.name, Kind: bulkhead.Pool, MaxConcurrentCalls: c.MaxWorkers,
+		AvailableConcurrentCalls: max(0, c.MaxWorkers-b.active+b.lent), InFlight: b.active,
+		Waiting: b.waiting.len, QueueDepth: b.queue.len, QueueCapacity: c.QueueCapacity,
+		Permitted: b.permitted, Rejected: rejected, RejectedBy: by, Cancelled: b.cancelled,
+		Finished: b.finished, Failed: b.failed, Overloaded: b.line.Overloaded(), LIFO: b.line.LIFO(b.queue.len)}
 }
 
 // Close stops the Bulkhead. New work and submitters still waiting for room
@@ -800,7 +883,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 		drop = append(drop, n)
 	}
 	for n := b.running.head; n != nil; n = n.next {
-		n.cancel(context.Canceled)
+		n.end()
 	}
 	b.mu.Unlock()
 	b.droppedAll(drop, bulkhead.EventCancelled, bulkhead.ErrClosed)
@@ -808,9 +891,8 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// releaseIfDone releases the ants pool and lets Close return once the
-// Bulkhead is closed, holds no task, and no goroutine is busy with its work
-// (callbacks included).
+// releaseIfDone lets Close return once the Bulkhead is closed, holds no
+// task, and no goroutine is busy with its work.
 func (b *Bulkhead) releaseIfDone() {
 	b.mu.Lock()
 	if !b.closed.Load() || b.releasing || b.active > 0 || b.queue.len > 0 || b.busy.Load() != 0 {
@@ -818,9 +900,6 @@ func (b *Bulkhead) releaseIfDone() {
 		return
 	}
 	b.releasing = true
-	if b.timer != nil {
-		b.timer.Stop()
-	}
 	b.mu.Unlock()
 	b.ants.Load().Release()
 	close(b.released)

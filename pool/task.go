@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
 	"github.com/bulkhead-go/bulkhead/internal/join"
 )
@@ -28,96 +29,149 @@ const (
 	stDone                     // finished, or dropped before it ran
 )
 
-// job is the typed part of a task: its function, result and future.
+// job is the typed part of a task: its function, value and future.
 type job interface {
-	exec()            // runs the function on the node's context and stores the result
-	setErr(err error) // replaces the stored result with a failure
-	result() error    // the stored error
-	settle()          // completes the future with the stored result
-	fail(err error)   // completes the future with err; the function never ran
-	clear()           // forgets the function and the result (see node.drop)
+	exec()   // runs the function on the node's context, storing its result
+	settle() // completes the future with the stored result (node.err)
+	clear()  // forgets the function and the value (see node.drop)
 }
 
-// node is the untyped part of a task: its place in the Bulkhead's queues,
-// its context and its loan. Everything but ctx and cancel is guarded by
-// the Bulkhead's mutex.
+// member is a Group that a task belongs to: see Group.end.
+type member interface {
+	end(i int, err error, out bool)
+}
+
+// node is the untyped part of a task. Its links, states and loan are
+// guarded by the Bulkhead's mutex, its context's fields by cmu.
 type node struct {
 	b          *Bulkhead
 	j          job
+	err        error  // the task's error, once run or dropped
+	grp        member // its Group, if any, and its index there
+	gi         int
 	prev, next *node // in the line of waiting submitters, the queue or the running tasks
 	state      nodeState
-	refused    bool          // Close refused it while its submitter waited for room; set before ready closes
-	lent       bool          // a task started in this task's slot runs (see help)
-	deadline   int64         // from now(): when QueueTimeout drops it from the queue; 0 = never
-	queuedAt   int64         // from now(); set only while someone is subscribed
-	ready      chan struct{} // closed once a waiting submitter's task is admitted or refused
-	lender     *node         // the task whose slot this one runs in, until it finishes (see help)
-	ended      chan struct{} // closed when a task started in a lender's slot has finished
-	stop       func() bool   // stops the watch on the submitter's context while queued
-	// ctx is the task's context: context.WithCancelCause of tc, the
-	// submitter's context seen from inside the task.
-	tc     taskCtx
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-}
-
-// taskCtx is the submitter's context plus the node under join.Key, for a
-// wait inside the task to find it; it lives in the node. drop forgets the
-// submitter's context under mu (goroutines of the task may still use it).
-type taskCtx struct {
-	mu     sync.Mutex
+	refused    bool            // Close refused it while its submitter waited for room; set before ready closes
+	bumped     bool            // dropped for a newer submitter (MaxWaitingCalls); set before ready closes
+	byDeadline bool            // its queue deadline is its submitter's, less MinDeadlineSlack
+	reason     bulkhead.Reason // why the queue's rules dropped it, if they did
+	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
+	deadline   int64           // from now(): when byDeadline drops it from the queue
+	inGroup    bool            // in the pool, for its Group (guarded by the Group's mutex)
+	lent       bool            // a task started in this task's slot runs (see help)
+	queuedAt   int64           // from now(); set only while someone is subscribed
+	expiry     *time.Timer     // drops it from the queue after QueueTimeout
+	stop       func() bool     // stops the watch on the submitter's context while queued
+	ready      chan struct{}   // closed once a waiting submitter's task is admitted or refused
+	lender     *node           // the task whose slot this one runs in, until it finishes (see help)
+	ended      chan struct{}   // closed when a task started in a lender's slot has finished
+	// The node is the task's context: the submitter's (parent) until a
+	// Done is asked for, then a context.WithCancel of it (inner), made
+	// only then, so that a task that never looks at ctx.Done() costs one
+	// allocation (G3_Join/ours_pool_Submit_Wait, G4_FanOut/ours_pool_Group).
+	// cerr is set once the pool ends it.
+	cmu    sync.Mutex
 	parent context.Context
-	n      *node
+	inner  context.Context
+	cancel context.CancelFunc
+	done   <-chan struct{}
+	cerr   error
 }
 
-func (c *taskCtx) get() context.Context {
-	c.mu.Lock()
-	p := c.parent
-	c.mu.Unlock()
-	return p
-}
-
-func (c *taskCtx) Deadline() (time.Time, bool) { return c.get().Deadline() }
-func (c *taskCtx) Done() <-chan struct{}       { return c.get().Done() }
-func (c *taskCtx) Err() error                  { return c.get().Err() }
-func (c *taskCtx) String() string              { return "pool task context" }
-
-func (c *taskCtx) Value(key any) any {
-	if key == join.Key {
-		return c.n
+// Done is the task context's [context.Context.Done].
+func (n *node) Done() <-chan struct{} {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	if n.done == nil {
+		n.inner, n.cancel = context.WithCancel(n.parent)
+		if n.done = n.inner.Done(); n.cerr != nil {
+			n.cancel()
+		}
 	}
-	return c.get().Value(key)
+	return n.done
 }
 
-// init gives n its bulkhead, job and context, made from the submitter's ctx.
-func (n *node) init(b *Bulkhead, j job, ctx context.Context) {
-	n.b, n.j = b, j
-	n.tc.parent, n.tc.n = ctx, n
-	n.ctx, n.cancel = context.WithCancelCause(&n.tc)
+// Err is the task context's [context.Context.Err].
+func (n *node) Err() error {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	if n.cerr != nil {
+		return n.cerr
+	}
+	return n.ctxLocked().Err()
+}
+
+// Deadline is the task context's [context.Context.Deadline].
+func (n *node) Deadline() (time.Time, bool) {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	return n.parent.Deadline()
+}
+
+// Value is the task context's [context.Context.Value], and the node itself
+// under join.Key, for a wait inside the task. inner's values let a context
+// derived from the task's join inner's cancellation without a goroutine,
+// and context.Cause read inner's cause.
+func (n *node) Value(key any) any {
+	if key == join.Key {
+		return n
+	}
+	n.cmu.Lock()
+	c := n.ctxLocked()
+	n.cmu.Unlock()
+	return c.Value(key)
+}
+
+func (n *node) String() string { return "pool task context" }
+
+func (n *node) ctxLocked() context.Context {
+	if n.inner != nil {
+		return n.inner
+	}
+	return n.parent
+}
+
+// end ends the task's context, once: its future was cancelled, Close gave
+// up, or the task returned.
+func (n *node) end() {
+	n.cmu.Lock()
+	n.endLocked()
+	n.cmu.Unlock()
+}
+
+func (n *node) endLocked() {
+	if n.cerr == nil {
+		if n.inner != nil {
+			n.cancel()
+		}
+		if n.cerr = n.ctxLocked().Err(); n.cerr == nil {
+			n.cerr = context.Canceled
+		}
+	}
 }
 
 // Cancel is what Future.Cancel calls: see [future.Future.Cancel].
 func (n *node) Cancel() {
-	if b := n.pool(); b != nil {
-		b.cancel(n, context.Canceled)
+	if b := n.pool(); b == nil || !b.dropQueued(n, context.Canceled, bulkhead.EventCancelled) {
+		n.end()
 	}
 }
 
 // drop is called once n's future has completed: the future keeps the
 // task's memory, but neither its function nor its submitter's context nor
-// the Bulkhead.
+// the Bulkhead. (Goroutines of the task may still use its context.)
 func (n *node) drop() {
 	n.j.clear()
-	n.tc.mu.Lock()
-	n.tc.parent, n.b = context.Background(), nil
-	n.tc.mu.Unlock()
+	n.cmu.Lock()
+	n.endLocked()
+	n.parent, n.inner, n.cancel, n.b, n.grp, n.err = context.Background(), nil, nil, nil, nil, nil
+	n.cmu.Unlock()
 }
 
-// pool returns n's Bulkhead, or nil once n is dropped. (Goroutines that a
-// task started may ask with its context after it has ended.)
+// pool returns n's Bulkhead, or nil once n is dropped.
 func (n *node) pool() *Bulkhead {
-	n.tc.mu.Lock()
-	defer n.tc.mu.Unlock()
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
 	return n.b
 }
 
@@ -133,41 +187,26 @@ func (n *node) Help(target any, decided func() bool) <-chan struct{} {
 // task is one submitted function with its promise, in one allocation.
 type task[T any] struct {
 	node
-	p     future.Promise[T]
-	fn    func(context.Context) (T, error)
-	fnErr func(context.Context) error // the function of Bulkhead.Go and TryGo; fn is nil then
-	v     T
-	err   error
+	p  future.Promise[T]
+	fn func(context.Context) (T, error)
+	v  T
 }
 
-func newTask[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T, error), fnErr func(context.Context) error) *task[T] {
-	t := &task[T]{fn: fn, fnErr: fnErr}
-	t.init(b, t, ctx)
+func newTask[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T, error)) *task[T] {
+	t := &task[T]{fn: fn}
+	t.b, t.j, t.parent = b, t, ctx
 	t.p.Init(&t.node)
 	return t
 }
 
-func (t *task[T]) exec() {
-	if t.fnErr != nil {
-		t.err = t.fnErr(t.ctx)
-		return
-	}
-	t.v, t.err = t.fn(t.ctx)
-}
-
-func (t *task[T]) setErr(err error) {
-	var zero T
-	t.v, t.err = zero, err
-}
-
+func (t *task[T]) exec()   { t.v, t.err = t.fn(&t.node) }
+func (t *task[T]) settle() { t.p.Complete(t.v, t.err) }
 func (t *task[T]) clear() {
-	t.setErr(nil)
-	t.fn, t.fnErr = nil, nil
+	var zero T
+	t.fn, t.v = nil, zero
 }
 
-func (t *task[T]) result() error { return t.err }
-func (t *task[T]) settle()       { t.p.Complete(t.v, t.err) }
-func (t *task[T]) fail(err error) {
-	var zero T
-	t.p.Complete(zero, err)
+func (t *task[T]) ended() bool {
+	_, err := t.p.Future().Result()
+	return err != future.ErrNotDone
 }

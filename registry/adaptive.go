@@ -148,17 +148,6 @@ func wait(b handle, running []*applyRun) {
 	}
 }
 
-// holds reports whether b's configuration is sp's.
-func holds(b handle, sp spec) bool {
-	switch b := b.(type) {
-	case semaphoreHandle:
-		return b.Config() == sp.sem
-	case poolHandle:
-		return b.Config() == sp.pool
-	}
-	return false
-}
-
 // limit is the limit t's controller chose last, 0 without one.
 func (t *target) limit() int {
 	if t.ctl == nil {

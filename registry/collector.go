@@ -39,6 +39,9 @@ type collector struct {
 	gauges   []metricDesc
 	counters []metricDesc
 	pool     []metricDesc // Resilience4j's thread-pool gauges
+	keys     keyDescs
+	fixed    []bulkhead.Instance // without r: the bulkheads to read
+	reasons  *prometheus.Desc    // rejections_total{name,kind,reason}
 
 	wait, run *prometheus.HistogramVec
 	stopped   bool // unregistered (r.mu)
@@ -92,43 +95,33 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		}
 		return d
 	}
+	c.keys = newKeyDescs(prefix)
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	c.gauges = []metricDesc{
-		m(g, "available_concurrent_calls", "Calls that may start now: max allowed minus in flight, never below 0.",
-			func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
-		m(g, "max_allowed_concurrent_calls", "The limit in force: permits (semaphore) or workers (pool).",
-			func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-		m(g, "in_flight_calls", "Calls running now (pool: tasks on a worker).",
-			func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
-		m(g, "waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).",
-			func(s bulkhead.Stats) float64 { return float64(s.Waiting) }),
-		m(g, "queue_depth", "Tasks waiting in the queue for a worker (pool).",
-			func(s bulkhead.Stats) float64 { return float64(s.QueueDepth) }),
-		m(g, "queue_capacity", "The queue's capacity (pool); 0 for a semaphore.",
-			func(s bulkhead.Stats) float64 { return float64(s.QueueCapacity) }),
-		m(k, "calls_permitted_total", "Calls that got a permit or a worker and ran.",
-			func(s bulkhead.Stats) float64 { return float64(s.Permitted) }),
-		m(k, "calls_rejected_total", "Calls refused because the bulkhead was full, at once or after waiting the maximum wait.",
-			func(s bulkhead.Stats) float64 { return float64(s.Rejected) }),
-		m(k, "calls_cancelled_total", "Calls that gave up while waiting or queued: context ended, future cancelled or pool closed.",
-			func(s bulkhead.Stats) float64 { return float64(s.Cancelled) }),
-		m(k, "calls_finished_total", "Permitted calls that completed, whatever their result.",
-			func(s bulkhead.Stats) float64 { return float64(s.Finished) }),
-		m(k, "calls_failed_total", "Finished calls that returned an error or panicked.",
-			func(s bulkhead.Stats) float64 { return float64(s.Failed) }),
+		m(g, "available_concurrent_calls", "Calls that may start now: max allowed minus in flight, never below 0.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
+		m(g, "max_allowed_concurrent_calls", "The limit in force: permits (semaphore) or workers (pool).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+		m(g, "in_flight_calls", "Calls running now (pool: tasks on a worker).", func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
+		m(g, "waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).", func(s bulkhead.Stats) float64 { return float64(s.Waiting) }),
+		m(g, "queue_depth", "Tasks waiting in the queue for a worker (pool).", func(s bulkhead.Stats) float64 { return float64(s.QueueDepth) }),
+		m(g, "queue_capacity", "The queue's capacity (pool); 0 for a semaphore.", func(s bulkhead.Stats) float64 { return float64(s.QueueCapacity) }),
+		m(g, "codel_overloaded", "1 while CoDel finds the line of waiters overloaded (its shortest wait above the target for an interval), else 0.", func(s bulkhead.Stats) float64 { return one(s.Overloaded) }),
+		m(g, "queue_lifo", "1 while the line of waiters serves the newest first (LIFO, or adaptive LIFO switched to it), else 0.", func(s bulkhead.Stats) float64 { return one(s.LIFO) }),
+		m(k, "calls_permitted_total", "Calls that got a permit or a worker and ran.", func(s bulkhead.Stats) float64 { return float64(s.Permitted) }),
+		m(k, "calls_rejected_total", "Calls refused because the bulkhead was full, at once or after waiting the maximum wait.", func(s bulkhead.Stats) float64 { return float64(s.Rejected) }),
+		m(k, "calls_cancelled_total", "Calls that gave up while waiting or queued: context ended, future cancelled or pool closed.", func(s bulkhead.Stats) float64 { return float64(s.Cancelled) }),
+		m(k, "calls_finished_total", "Permitted calls that completed, whatever their result.", func(s bulkhead.Stats) float64 { return float64(s.Finished) }),
+		m(k, "calls_failed_total", "Finished calls that returned an error or panicked.", func(s bulkhead.Stats) float64 { return float64(s.Failed) }),
 	}
+	c.reasons = prometheus.NewDesc(prefix+"rejections_total",
+		"Calls refused, by reason (full, timeout, waiters, deadline, codel, key, total, keys, priority, displaced); "+
+			"they add up to calls_rejected_total.", []string{"name", "kind", "reason"}, nil)
 	if opts.Resilience4jNames {
 		c.pool = []metricDesc{
-			m(g, "thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).",
-				func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			m(g, "max_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers.",
-				func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			m(g, "core_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers (a Go pool has no core size).",
-				func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			m(g, "active_thread_count", "Pool only, for Resilience4j dashboards: tasks running now.",
-				func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
-			m(g, "available_thread_count", "Pool only, for Resilience4j dashboards: workers free now.",
-				func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
+			m(g, "thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+			m(g, "max_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers.", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+			m(g, "core_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers (a Go pool has no core size).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+			m(g, "active_thread_count", "Pool only, for Resilience4j dashboards: tasks running now.", func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
+			m(g, "available_thread_count", "Pool only, for Resilience4j dashboards: workers free now.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
 		}
 	}
 	if !opts.Histograms {
@@ -225,6 +218,10 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		}
 	}
 	ch <- reloadsDesc
+	ch <- c.reasons
+	for _, d := range []*prometheus.Desc{c.keys.active, c.keys.idle, c.keys.evicted, c.keys.rejected} {
+		ch <- d
+	}
 	if c.wait != nil {
 		c.wait.Describe(ch)
 		c.run.Describe(ch)
@@ -234,19 +231,36 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: it reads every bulkhead's Stats,
 // and sends the histograms' series.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	for _, e := range c.r.snapshot() {
-		s := e.b.Stats()
-		kind := e.kind.String()
+	bs := c.fixed
+	if c.r != nil {
+		bs = c.r.Instances()
+	}
+	for _, b := range bs {
+		s, name := b.Stats(), b.Name()
+		kind := s.Kind.String()
 		for _, d := range c.gauges {
-			if d.only == 0 || d.only == e.kind {
-				ch <- constMetric(d, s, e.name, kind)
+			if d.only == 0 || d.only == s.Kind {
+				ch <- constMetric(d, s, name, kind)
 			}
 		}
-		if e.kind == bulkhead.Pool {
-			for _, d := range c.pool {
-				ch <- constMetric(d, s, e.name, kind)
+		for _, d := range c.pool {
+			if s.Kind == bulkhead.Pool {
+				ch <- constMetric(d, s, name, kind)
 			}
 		}
+		by := s.RejectedBy
+		if k, ok := b.(bulkhead.KeyedInstance); ok {
+			ks := k.KeyStats()
+			c.keys.collect(ch, ks, name, kind)
+			// A keyed bulkhead counts its reasons in KeyStats.
+			by[bulkhead.ReasonKey], by[bulkhead.ReasonTotal], by[bulkhead.ReasonKeys] = ks.RejectedKey, ks.RejectedTotal, ks.RejectedKeys
+		}
+		for _, r := range bulkhead.Reasons {
+			ch <- prometheus.MustNewConstMetric(c.reasons, prometheus.CounterValue, float64(by[r]), name, kind, r.String())
+		}
+	}
+	if c.r == nil {
+		return
 	}
 	if st := c.r.reloadStatus(); st != nil {
 		ch <- prometheus.MustNewConstMetric(reloadsDesc, prometheus.CounterValue, float64(st.Applied), "applied")
@@ -344,4 +358,12 @@ func (e *entry) removeSink(c *collector) {
 		return
 	}
 	e.sinks.Store(&next)
+}
+
+// one is 1 for true and 0 for false.
+func one(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -12,9 +13,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/pool"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -106,7 +109,7 @@ func TestCollectorExposition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 2 * 11; n != want { // 6 gauges + 5 counters per instance
+	if want := 2 * (13 + 10); n != want { // 8 gauges + 5 counters + a rejection counter per reason, per instance
 		t.Fatalf("%d series, want %d", n, want)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
@@ -751,4 +754,68 @@ thread-pool-bulkhead:
 				slices.Sorted(maps.Keys(emitted[k])), slices.Sorted(maps.Keys(documented[k])))
 		}
 	}
+}
+
+// bulkhead_rejections_total splits bulkhead_calls_rejected_total by reason
+// (every reason has its series, and they add up to the total), and the
+// line's modes have their gauges.
+func TestCollectorRejectionsByReason(t *testing.T) {
+	r := newTestRegistry(t, "bulkhead:\n  instances:\n    payment: {maxConcurrentCalls: 1, maxWaitDuration: 1h}\n")
+	pay, err := r.Semaphore("payment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pay.Reconfigure(semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour,
+		MaxWaitingCalls: 1, QueueOrder: bulkhead.LIFO, MinDeadlineSlack: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pay.TryAcquire()
+	pay.TryAcquire() // full
+	near, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := pay.Acquire(near); !errors.Is(err, bulkhead.ErrBulkheadFull) { // deadline
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- pay.Acquire(ctx) }()
+	for pay.Stats().Waiting != 1 {
+		runtime.Gosched() // only until it waits
+	}
+	second := make(chan error, 1)
+	go func() { second <- pay.Acquire(ctx) }()
+	if err := <-first; !errors.Is(err, bulkhead.ErrBulkheadFull) { // the oldest, dropped for the newcomer: waiters
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	unregister, err := r.RegisterMetrics(reg, MetricsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	var want strings.Builder
+	want.WriteString("# HELP bulkhead_rejections_total Calls refused, by reason (full, timeout, waiters, deadline, codel, key, total, keys, priority, displaced); they add up to calls_rejected_total.\n# TYPE bulkhead_rejections_total counter\n")
+	for _, reason := range bulkhead.Reasons {
+		n := map[bulkhead.Reason]int{bulkhead.ReasonFull: 1, bulkhead.ReasonDeadline: 1, bulkhead.ReasonWaiters: 1}[reason]
+		fmt.Fprintf(&want, "bulkhead_rejections_total{kind=\"semaphore\",name=\"payment\",reason=%q} %d\n", reason, n)
+	}
+	want.WriteString(`# HELP bulkhead_calls_rejected_total Calls refused because the bulkhead was full, at once or after waiting the maximum wait.
+# TYPE bulkhead_calls_rejected_total counter
+bulkhead_calls_rejected_total{kind="semaphore",name="payment"} 3
+# HELP bulkhead_queue_lifo 1 while the line of waiters serves the newest first (LIFO, or adaptive LIFO switched to it), else 0.
+# TYPE bulkhead_queue_lifo gauge
+bulkhead_queue_lifo{kind="semaphore",name="payment"} 1
+# HELP bulkhead_codel_overloaded 1 while CoDel finds the line of waiters overloaded (its shortest wait above the target for an interval), else 0.
+# TYPE bulkhead_codel_overloaded gauge
+bulkhead_codel_overloaded{kind="semaphore",name="payment"} 0
+`)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want.String()), "bulkhead_rejections_total",
+		"bulkhead_calls_rejected_total", "bulkhead_queue_lifo", "bulkhead_codel_overloaded"); err != nil {
+		t.Fatal(err)
+	}
+	pay.Release()
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	pay.Release()
 }

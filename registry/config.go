@@ -12,67 +12,55 @@ import (
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
-// Config is a registry's configuration: a plain value, built in code or
-// read from a Spring Boot file with [Load] or [LoadFile]. Its fields, and
-// those of [SemaphoreSpec] and [PoolSpec], are documented in
-// docs/configuration.md ("From Go code"):
-//
-//   - SemaphoreConfigs and PoolConfigs: shared configurations by name
-//     (Spring's configs); Semaphores and Pools: the instances New creates.
-//   - Strict: Semaphore and Pool fail with [ErrNotConfigured] for a name the
-//     configuration does not list, instead of creating it from "default".
-//   - RecordEvents: every bulkhead keeps its last events for the Handler.
-//   - Warnings: what Load accepted but does not do as Spring would.
-//
-// The two kinds are two namespaces, as in Resilience4j. In each kind, the
-// shared configuration "default" applies to every instance and every other
-// shared configuration that names no BaseConfig. A nil field is unset and
-// inherited up the BaseConfig chain; whatever is still unset takes
-// semaphore.DefaultConfig() or pool.DefaultConfig(). Validate checks every
-// value, name and BaseConfig reference; the error joins one [*ConfigError]
-// per problem.
+// Config is a registry's configuration, built in code or read with [Load]
+// or [LoadFile]: SemaphoreConfigs and PoolConfigs are the shared
+// configurations by name (Spring's configs), Semaphores and Pools the
+// instances New creates; Strict makes Semaphore and Pool fail with
+// [ErrNotConfigured] for a name not listed instead of creating it from
+// "default"; RecordEvents keeps every bulkhead's last events for the
+// Handler; Warnings are what Load accepted but does not do as Spring would.
+// The two kinds are two namespaces. A nil field is unset and inherited from
+// the BaseConfig chain (or "default"), then semaphore.DefaultConfig() or
+// pool.DefaultConfig(). Validate joins one [*ConfigError] per problem.
+// docs/configuration.md has the details.
 type Config = config.Config
 
-// SemaphoreSpec configures a semaphore bulkhead or a shared semaphore
-// configuration: BaseConfig, MaxConcurrentCalls, MaxWaitDuration,
-// EventBufferSize (0 to 10000, 100 if unset) and Adaptive (an
-// adaptive.Config, inherited as a whole). Nil fields are unset.
+// SemaphoreSpec configures a semaphore or a shared semaphore configuration:
+// BaseConfig, MaxConcurrentCalls, MaxWaitDuration, EventBufferSize (0 to
+// 10000, 100 if unset), Adaptive (an adaptive.Config, inherited whole) and
+// the [Line]'s fields.
 type SemaphoreSpec = config.SemaphoreSpec
 
-// PoolSpec configures a pool bulkhead or a shared pool configuration:
-// BaseConfig, MaxWorkers (Spring's maxThreadPoolSize), CoreWorkers (no
-// effect on a Go pool; above MaxWorkers it is refused), QueueCapacity,
-// QueueTimeout (maxWaitDuration), KeepAlive, EventBufferSize and Adaptive.
+// PoolSpec configures a pool or a shared pool configuration: BaseConfig,
+// MaxWorkers (maxThreadPoolSize), CoreWorkers (no effect; above MaxWorkers
+// refused), QueueCapacity, QueueTimeout (maxWaitDuration), KeepAlive,
+// EventBufferSize, Adaptive and the [Line]'s fields.
 type PoolSpec = config.PoolSpec
 
-// ConfigError is the error of an invalid configuration: File, Line (1-based,
-// 0 for values built in code), Path (a key path, or a Go expression such as
-// `Semaphores["payment"].MaxConcurrentCalls`), Profile (the profile
-// expression of the document it is in) and Msg, which names the instance,
-// the field and the value.
+// Line is the shedding rules of a bulkhead's line of waiters, inside
+// SemaphoreSpec and PoolSpec: semaphore.Config's and pool.Config's
+// MaxWaitingCalls, LIFOThreshold, MinDeadlineSlack, QueueOrder and CoDel
+// (YAML maxWaitingCalls, lifoThreshold, minDeadlineSlack, queueOrder
+// fifo|lifo|adaptiveLifo and codel: {targetDelay, interval}, this
+// library's extensions; docs/shedding.md). Each is inherited on its own,
+// CoDel as a whole.
+type Line = config.Line
+
+// ConfigError is one problem of a configuration: File, Line (0 for values
+// built in code), Path (a key path or a Go expression), Profile (of the
+// document it is in) and Msg, which names the entry, field and value.
 type ConfigError = config.Error
 
-// Load reads a YAML configuration, as Spring Boot binds an application.yml:
-// resilience4j.bulkhead (semaphore bulkheads) and
-// resilience4j.thread-pool-bulkhead (pool bulkheads), each with
-// configs.<name> and instances.<name> (or backends.<name>), in nested or
-// dotted keys at any depth, with or without the resilience4j prefix. Keys
-// may be written in camelCase, kebab-case or snake_case; anchors, aliases
-// and merge keys (<<) work. Documents (---) apply in order, later over
-// earlier, key by key; one with spring.config.activate.on-profile (or the
-// legacy spring.profiles) applies only when its profiles are active
-// (spring.profiles.active, overridden by the environment's
-// SPRING_PROFILES_ACTIVE). Placeholders ${NAME} and ${NAME:default} resolve
-// from the environment, then from the file's properties. Other sections
-// are ignored.
-//
-// Inside the bulkhead sections an unknown key is an error (with the key it
-// was probably meant to be), and so is an invalid value or a placeholder
-// that resolves to nothing. A file that configures no bulkhead is an error.
-// The error joins one [*ConfigError] per problem (up to 20, in line order).
-// Load reads at most 4 MiB, and refuses a file whose aliases and merge
-// keys expand it beyond one key per byte plus 10,000. docs/configuration.md
-// lists every key. A nil r is a bug in the caller: Load panics.
+// Load reads the resilience4j.bulkhead and resilience4j.thread-pool-bulkhead
+// sections of a Spring Boot YAML file as Spring binds them: configs and
+// instances (or backends), nested or dotted keys, relaxed names, anchors,
+// aliases and merge keys, documents later over earlier key by key, profile
+// documents (spring.config.activate.on-profile) for the active profiles
+// (spring.profiles.active or SPRING_PROFILES_ACTIVE), and placeholders
+// ${NAME:default} from the environment and the file. An unknown key, a bad
+// value or a file that configures nothing is an error naming the line, the
+// key and the value; the error joins up to 20 [*ConfigError]. Load reads at
+// most 4 MiB. docs/configuration.md lists every key. A nil r panics.
 func Load(r io.Reader) (Config, error) {
 	if r == nil {
 		panic("registry: Load called with a nil io.Reader")
@@ -84,23 +72,22 @@ func Load(r io.Reader) (Config, error) {
 	return config.Load(data, "", os.LookupEnv)
 }
 
-// LoadFile reads the configuration in the named file as [Load] does, or as
-// a Spring application.properties if its name ends in .properties, and the
-// profile files beside it for each active profile ("default" if none):
-// config/application.yml reads config/application-prod.yaml, .yml and
-// .properties, later over earlier, for profile prod, as Spring does.
+// LoadFile reads the named file as [Load] does (or as .properties, by its
+// extension) and, for each active profile, the profile files beside it:
+// application-prod.yaml, .yml and .properties for application.yml.
 func LoadFile(path string) (Config, error) {
 	c, _, err := config.LoadFile(path, os.LookupEnv)
 	return c, err
 }
 
 // spec is what a configuration resolves for one bulkhead: the config of
-// its kind (that of the other kind is unused).
+// its kind (those of the other kinds are unused).
 type spec struct {
 	sem      semaphore.Config
 	pool     pool.Config
-	size     int              // event buffer size
-	adaptive *adaptive.Config // nil: no controller
+	keyed    *semaphore.KeyedConfig // a keyed semaphore's; nil: not keyed
+	size     int                    // event buffer size
+	adaptive *adaptive.Config       // nil: no controller
 }
 
 // specOf resolves k's spec from res, and whether res lists it.
@@ -110,7 +97,7 @@ func specOf(res *config.Resolved, k key) (spec, bool) {
 		return spec{pool: c, size: x.Buffer, adaptive: x.Adaptive}, ok
 	}
 	c, x, ok := res.Semaphore(k.name)
-	return spec{sem: c, size: x.Buffer, adaptive: x.Adaptive}, ok
+	return spec{sem: c, keyed: x.Keyed, size: x.Buffer, adaptive: x.Adaptive}, ok
 }
 
 // limit is sp's MaxConcurrentCalls or MaxWorkers.
@@ -133,41 +120,62 @@ func (sp spec) withLimit(n int) spec {
 // limit n if not 0.
 func newBulkhead(k key, sp spec, n int) (handle, error) {
 	sp = sp.withLimit(n)
-	if k.kind == bulkhead.Pool {
+	switch {
+	case k.kind == bulkhead.Pool:
 		return pool.New(k.name, sp.pool)
+	case sp.keyed != nil:
+		return semaphore.NewKeyed[string](k.name, *sp.keyed)
 	}
 	return semaphore.New(k.name, sp.sem)
+}
+
+// kindError says why a semaphore of the wrong form for the call (keyed or
+// not) cannot be returned.
+func kindError(k key, isKeyed, keyed bool) error {
+	switch {
+	case k.kind == bulkhead.Pool || isKeyed == keyed:
+		return nil
+	case isKeyed:
+		return fmt.Errorf("registry: semaphore %q is keyed (maxConcurrentCallsPerKey): get it with KeyedSemaphore", k.name)
+	}
+	return fmt.Errorf("registry: semaphore %q is not keyed (no maxConcurrentCallsPerKey): get it with Semaphore", k.name)
+}
+
+// reconfigurable is a bulkhead as sync uses it (tests wrap one to hold its
+// Reconfigure).
+type reconfigurable[C comparable] interface {
+	Config() C
+	Reconfigure(C) error
 }
 
 // syncBulkhead gives b the config sp with the limit n (if not 0), and
 // reports whether that changed it.
 func syncBulkhead(b handle, sp spec, n int) (bool, error) {
 	sp = sp.withLimit(n)
+	if holds(b, sp) {
+		return false, nil
+	}
 	var err error
 	switch b := b.(type) {
-	case semaphoreHandle:
-		if sp.sem == b.Config() {
-			return false, nil
-		}
+	case reconfigurable[semaphore.Config]:
 		err = b.Reconfigure(sp.sem)
-	case poolHandle:
-		if sp.pool == b.Config() {
-			return false, nil
-		}
+	case reconfigurable[pool.Config]:
 		err = b.Reconfigure(sp.pool)
+	case reconfigurable[semaphore.KeyedConfig]:
+		err = b.Reconfigure(*sp.keyed)
 	}
 	return err == nil, err
 }
 
-// semaphoreHandle and poolHandle are the two kinds of handle as sync uses
-// them (tests wrap a bulkhead to hold its Reconfigure).
-type (
-	semaphoreHandle interface {
-		Config() semaphore.Config
-		Reconfigure(semaphore.Config) error
+// holds reports whether b's configuration is sp's.
+func holds(b handle, sp spec) bool {
+	switch b := b.(type) {
+	case reconfigurable[semaphore.Config]:
+		return b.Config() == sp.sem
+	case reconfigurable[pool.Config]:
+		return b.Config() == sp.pool
+	case reconfigurable[semaphore.KeyedConfig]:
+		return b.Config() == *sp.keyed
 	}
-	poolHandle interface {
-		Config() pool.Config
-		Reconfigure(pool.Config) error
-	}
-)
+	return false
+}

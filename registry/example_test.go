@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead/registry"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -33,8 +34,9 @@ resilience4j:
 	defer r.Close(context.Background())
 
 	payment, _ := r.Semaphore("payment")
-	fmt.Printf("%+v\n", payment.Config())
-	// Output: {MaxConcurrentCalls:2 MaxWaitDuration:0s}
+	c := payment.Config()
+	fmt.Printf("maxConcurrentCalls %d, maxWaitDuration %v\n", c.MaxConcurrentCalls, c.MaxWaitDuration)
+	// Output: maxConcurrentCalls 2, maxWaitDuration 0s
 }
 
 // A typo never silently becomes a default.
@@ -66,10 +68,13 @@ func ExampleNew() {
 
 	payment, _ := r.Semaphore("payment")
 	search, _ := r.Semaphore("search") // not listed: the default config
-	fmt.Printf("payment %+v\nsearch  %+v\n", payment.Config(), search.Config())
+	for _, b := range []*semaphore.Bulkhead{payment, search} {
+		c := b.Config()
+		fmt.Printf("%-7s maxConcurrentCalls %d, maxWaitDuration %v\n", b.Name(), c.MaxConcurrentCalls, c.MaxWaitDuration)
+	}
 	// Output:
-	// payment {MaxConcurrentCalls:2 MaxWaitDuration:0s}
-	// search  {MaxConcurrentCalls:10 MaxWaitDuration:50ms}
+	// payment maxConcurrentCalls 2, maxWaitDuration 0s
+	// search  maxConcurrentCalls 10, maxWaitDuration 50ms
 }
 
 func ExampleRegistry_RegisterMetrics() {

@@ -22,6 +22,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("x: &x {maxConcurentCalls: 3}\nbulkhead:\n  instances:\n    a: {<<: *x}\n    b: {maxWaitDuration: 9999999999h}\n"))
 	f.Add([]byte("e: &e {}\nm: &m {<<: [*e, *e, *e, *e]}\nn: &n {<<: [*m, *m, *m, *m]}\nbulkhead: {instances: {a: *n, b: *n}}\n"))
 	f.Add([]byte("v: &v {alpha: 2.5, noLoadWindow: PT1S}\nbulkhead:\n  configs:\n    default: {adaptive: {algorithm: aimd, window: 1ns, minSamples: 1, vegas: *v}}\n  instances:\n    a: {}\n    b: {adaptive: {minLimt: 3, aimd: {backoff: 1.5}}}\n"))
+	f.Add([]byte("bulkhead:\n  configs:\n    default: {maxConcurrentCallsPerKey: 2, maxActiveKeys: 9}\n  instances:\n    a: {maxConcurrentCalls: 4}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Load(bytes.NewReader(data))
 		if err != nil {
@@ -44,7 +45,9 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("Load accepted a config that New refuses: %v", err)
 		}
 		if _, err := r.Semaphore("unlisted"); err != nil {
-			t.Fatal(err)
+			if _, err2 := r.KeyedSemaphore("unlisted"); err2 != nil { // "default" may be keyed
+				t.Fatal(err, err2)
+			}
 		}
 		if err := r.Close(t.Context()); err != nil {
 			t.Fatal(err)

@@ -30,15 +30,52 @@ type instanceStatus struct {
 	// Adaptive is the controller's adaptive.State, for an instance with
 	// an adaptive block only.
 	Adaptive *adaptive.State `json:"adaptive,omitempty"`
+	// Keys are a keyed semaphore's key counts, never a key.
+	Keys *statusKeys `json:"keys,omitempty"`
+}
+
+type statusKeys struct {
+	Active        int    `json:"active"`
+	Idle          int    `json:"idle"`
+	Evicted       uint64 `json:"evicted"`
+	RejectedKey   uint64 `json:"rejectedKey"`
+	RejectedTotal uint64 `json:"rejectedTotal"`
+	RejectedKeys  uint64 `json:"rejectedKeys"`
 }
 
 type statusConfig struct {
 	MaxConcurrentCalls int    `json:"maxConcurrentCalls,omitempty"`
+	PerKey             int    `json:"maxConcurrentCallsPerKey,omitempty"`
+	MaxActiveKeys      int    `json:"maxActiveKeys,omitempty"`
 	MaxWaitDuration    string `json:"maxWaitDuration,omitempty"`
 	MaxWorkers         int    `json:"maxWorkers,omitempty"`
 	QueueCapacity      *int   `json:"queueCapacity,omitempty"`
 	QueueTimeout       string `json:"queueTimeout,omitempty"`
 	KeepAlive          string `json:"keepAlive,omitempty"`
+	// The line's shedding rules, where set (docs/shedding.md).
+	MaxWaitingCalls  int          `json:"maxWaitingCalls,omitempty"`
+	MinDeadlineSlack string       `json:"minDeadlineSlack,omitempty"`
+	QueueOrder       string       `json:"queueOrder,omitempty"` // lifo or adaptiveLifo; fifo is not shown
+	LIFOThreshold    int          `json:"lifoThreshold,omitempty"`
+	CoDel            *statusCoDel `json:"codel,omitempty"`
+}
+
+type statusCoDel struct {
+	TargetDelay string `json:"targetDelay"`
+	Interval    string `json:"interval"`
+}
+
+// withLine adds the line's shedding rules to sc.
+func (sc statusConfig) withLine(maxWaiting int, slack time.Duration, order bulkhead.QueueOrder, threshold int, cd *bulkhead.CoDel) statusConfig {
+	sc.MaxWaitingCalls, sc.MinDeadlineSlack, sc.LIFOThreshold = maxWaiting, durText(slack), threshold
+	if order != bulkhead.FIFO {
+		sc.QueueOrder = order.String()
+	}
+	if cd != nil {
+		d := cd.WithDefaults()
+		sc.CoDel = &statusCoDel{TargetDelay: d.Target.String(), Interval: d.Interval.String()}
+	}
+	return sc
 }
 
 type statusStats struct {
@@ -50,9 +87,14 @@ type statusStats struct {
 	QueueCapacity            int    `json:"queueCapacity"`
 	Permitted                uint64 `json:"permitted"`
 	Rejected                 uint64 `json:"rejected"`
-	Cancelled                uint64 `json:"cancelled"`
-	Finished                 uint64 `json:"finished"`
-	Failed                   uint64 `json:"failed"`
+	// RejectedBy splits Rejected by reason (bulkhead.Reason's String),
+	// listing the reasons seen.
+	RejectedBy map[string]uint64 `json:"rejectedBy,omitempty"`
+	Cancelled  uint64            `json:"cancelled"`
+	Finished   uint64            `json:"finished"`
+	Failed     uint64            `json:"failed"`
+	Overloaded bool              `json:"codelOverloaded,omitempty"`
+	LIFO       bool              `json:"lifo,omitempty"`
 }
 
 type statusEvent struct {
@@ -113,11 +155,17 @@ func configOf(b handle) statusConfig {
 	switch b := b.(type) {
 	case *semaphore.Bulkhead:
 		c := b.Config()
-		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}
+		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxWaitDuration: c.MaxWaitDuration.String()}.
+			withLine(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel)
+	case *semaphore.Keyed[string]:
+		c := b.Config()
+		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, PerKey: c.PerKey.MaxConcurrentCalls, MaxActiveKeys: c.MaxActiveKeys,
+			MaxWaitDuration: c.PerKey.MaxWaitDuration.String()}
 	case *pool.Bulkhead:
 		c := b.Config()
 		return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
-			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}
+			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}.
+			withLine(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel)
 	}
 	return statusConfig{}
 }
@@ -138,13 +186,26 @@ func statusOf(e *entry) instanceStatus {
 			MaxConcurrentCalls: s.MaxConcurrentCalls, AvailableConcurrentCalls: s.AvailableConcurrentCalls,
 			InFlight: s.InFlight, Waiting: s.Waiting, QueueDepth: s.QueueDepth, QueueCapacity: s.QueueCapacity,
 			Permitted: s.Permitted, Rejected: s.Rejected, Cancelled: s.Cancelled, Finished: s.Finished, Failed: s.Failed,
+			Overloaded: s.Overloaded, LIFO: s.LIFO,
 		},
 		Config: configOf(e.b),
 		Events: []statusEvent{},
 	}
+	for _, r := range bulkhead.Reasons {
+		if n := s.RejectedBy[r]; n > 0 {
+			if is.Stats.RejectedBy == nil {
+				is.Stats.RejectedBy = map[string]uint64{}
+			}
+			is.Stats.RejectedBy[r.String()] = n
+		}
+	}
 	if ctl := e.control(); ctl != nil {
 		st := ctl.c.State()
 		is.Adaptive = &st
+	}
+	if k, ok := e.b.(bulkhead.KeyedInstance); ok {
+		ks := k.KeyStats()
+		is.Keys = &statusKeys{ks.ActiveKeys, ks.IdleKeys, ks.Evicted, ks.RejectedKey, ks.RejectedTotal, ks.RejectedKeys}
 	}
 	if rg := e.ring.Load(); rg != nil {
 		for _, rec := range rg.records() {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"weak"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 func getStatus(t *testing.T, h http.Handler, target string) (int, string) {
@@ -74,8 +76,9 @@ thread-pool-bulkhead:
 	if p.Kind != "semaphore" || p.Config.MaxConcurrentCalls != 2 || p.Config.MaxWaitDuration != "0s" {
 		t.Errorf("payment config %+v", p.Config)
 	}
-	want := statusStats{MaxConcurrentCalls: 2, AvailableConcurrentCalls: 2, Permitted: 3, Rejected: 1, Finished: 3, Failed: 1}
-	if p.Stats != want {
+	want := statusStats{MaxConcurrentCalls: 2, AvailableConcurrentCalls: 2, Permitted: 3, Rejected: 1,
+		RejectedBy: map[string]uint64{"full": 1}, Finished: 3, Failed: 1}
+	if !reflect.DeepEqual(p.Stats, want) {
 		t.Errorf("payment stats %+v, want %+v", p.Stats, want)
 	}
 	var types []string
@@ -326,5 +329,38 @@ func TestHandlerOneNameBuildsOne(t *testing.T) {
 	}
 	if one, many := cost(1), cost(2000); many > one+5 {
 		t.Errorf("?name= allocates %v times with 2000 other bulkheads, %v with one", many, one)
+	}
+}
+
+// The status page splits the rejections by reason and shows the line's
+// modes.
+func TestHandlerRejectionReasons(t *testing.T) {
+	r := newRecording(t, "bulkhead:\n  instances:\n    payment: {maxConcurrentCalls: 1, maxWaitDuration: 1h}\n")
+	pay, _ := r.Semaphore("payment")
+	if err := pay.Reconfigure(semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour,
+		QueueOrder: bulkhead.LIFO, MinDeadlineSlack: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	pay.TryAcquire()
+	pay.TryAcquire()
+	near, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = pay.Acquire(near)
+	_ = pay.Acquire(near)
+	pay.Release()
+	_, body := getStatus(t, r.Handler(), "/bulkheads")
+	var st status
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatalf("%v in %s", err, body)
+	}
+	got := st.Instances[0].Stats
+	if !reflect.DeepEqual(got.RejectedBy, map[string]uint64{"full": 1, "deadline": 2}) || got.Rejected != 3 || !got.LIFO || got.Overloaded {
+		t.Fatalf("stats %+v in %s", got, body)
+	}
+	if c := st.Instances[0].Config; c.QueueOrder != "lifo" || c.MinDeadlineSlack != "1h0m0s" || c.CoDel != nil {
+		t.Fatalf("config %+v in %s", c, body)
+	}
+	if !strings.Contains(body, `"rejectedBy": {`) || !strings.Contains(body, `"lifo": true`) {
+		t.Fatalf("JSON names: %s", body)
 	}
 }

@@ -21,22 +21,17 @@ import (
 // Config.Strict is set for a bulkhead its configuration does not list.
 var ErrNotConfigured = errors.New("registry: no such bulkhead in the configuration")
 
-// Registry holds named bulkheads of both kinds, as two namespaces: a name
-// is one semaphore and one pool at most, each for the registry's life (until
-// Remove), and asking for it again returns the same one. It is safe for
-// concurrent use. Create one with [New]; stop it with [Registry.Close],
-// which closes its pools.
+// Registry holds named bulkheads of both kinds, as two namespaces: a name is
+// one semaphore and one pool at most, for the registry's life (until Remove).
+// It is safe for concurrent use. Create one with [New]; stop it with
+// [Registry.Close], which closes its pools.
 //
-// A bulkhead whose resolved spec has an Adaptive block gets an adaptive
-// controller when it is created (listed, or asked for by name), which owns
-// its limit from then on. The configured limit (MaxConcurrentCalls or
-// MaxWorkers) is the limit it starts from, brought within MinLimit and
-// MaxLimit, unless InitialLimit is set. [Registry.Reconfigure] keeps the
-// controller, and the limit it reached, while the block stays the same;
-// starts a new one, from the configured limit again, when the block
-// changed; and detaches it when the block went away, giving the bulkhead
-// its configured limit. [Registry.Remove] and [Registry.Close] detach it:
-// the limit stays where the controller left it.
+// A bulkhead whose spec has an Adaptive block gets a controller that owns
+// its limit, starting from the configured limit (brought within MinLimit and
+// MaxLimit) unless InitialLimit is set. [Registry.Reconfigure] keeps the
+// controller while the block stays the same, starts a new one when it
+// changed, and detaches it (restoring the configured limit) when it went
+// away. Remove and Close detach it, leaving the limit where it is.
 type Registry struct {
 	mu         sync.Mutex
 	res        *config.Resolved // the configuration, resolved
@@ -49,10 +44,8 @@ type Registry struct {
 	collectors []*collector // the registered collectors with histograms
 	reloads    *reloads     // what Follow did, nil if it never ran
 
-	// Entry events wait in pending, in the order of the changes (made
-	// under mu), until the goroutine that is delivering takes them:
-	// subscribers are called in that order, one event at a time, with no
-	// registry lock held.
+	// Entry events wait in pending, in the order of the changes (made under
+	// mu), until the delivering goroutine takes them (see deliver).
 	pending    []EntryEvent
 	delivering bool
 
@@ -81,13 +74,10 @@ type entry struct {
 	unsub func()                  // the forwarding subscription, while listened to
 	sinks atomic.Pointer[[]*sink] // a sink per collector with histograms (written under r.mu)
 
-	// What the registry last chose for the bulkhead: its config and its
-	// adaptive controller. Reconfigure replaces it under r.mu and applies
-	// it with no lock held (see sync).
+	// What the registry chose for the bulkhead: its config and controller,
+	// replaced under r.mu and applied with no lock held (see sync).
 	target atomic.Pointer[target]
-	// applies is closed by Remove: the caller owns the bulkhead from then
-	// on, and neither a controller's late decision nor a Reconfigure that
-	// planned the entry before the Remove may change it (see sync).
+	// applies is closed by Remove: from then on nothing changes the bulkhead.
 	applies applies
 }
 
@@ -126,8 +116,8 @@ type EntryEvent struct {
 	Instance bulkhead.Instance
 }
 
-// New validates cfg and creates every instance it lists. On error nothing
-// is left running.
+// New validates cfg and creates every instance it lists. On error nothing is
+// left running.
 func New(cfg Config) (*Registry, error) {
 	res, err := config.Resolve(cfg)
 	if err != nil {
@@ -146,10 +136,8 @@ func New(cfg Config) (*Registry, error) {
 	return r, nil
 }
 
-// newEntry makes a bulkhead from its spec, and its controller if the spec
-// has an adaptive block (created with the controller's initial limit,
-// attached when the entry is added). It calls no user code and publishes
-// nothing.
+// newEntry makes a bulkhead and, for an adaptive block, its controller
+// (attached when the entry is added). It calls no user code.
 func newEntry(k key, sp spec) (*entry, error) {
 	if err := checkName(k.name); err != nil {
 		return nil, err
@@ -170,9 +158,8 @@ func newEntry(k key, sp spec) (*entry, error) {
 	return e, nil
 }
 
-// createListed creates the instances cfg lists that r does not hold yet,
-// without adding them to r. On error it returns what it created for the
-// caller to close (with closeEntries, after unlocking).
+// createListed creates the instances res lists that r does not hold, without
+// adding them; on error it returns them for closeEntries.
 func (r *Registry) createListed(res *config.Resolved) ([]*entry, error) {
 	var created []*entry
 	for _, k := range kinds {
@@ -199,8 +186,7 @@ func listed(res *config.Resolved, k bulkhead.Kind) []string {
 	return res.Semaphores()
 }
 
-// closeEntries closes the pools of entries that were never shared: they
-// have no tasks, so Close returns at once.
+// closeEntries closes the pools of entries never shared (they have no tasks).
 func closeEntries(es []*entry) {
 	for _, e := range es {
 		if p, ok := e.b.(*pool.Bulkhead); ok {
@@ -209,8 +195,7 @@ func closeEntries(es []*entry) {
 	}
 }
 
-// checkName refuses the names no bulkhead may have: empty, or not valid
-// UTF-8 (Prometheus label values and JSON must be UTF-8).
+// checkName refuses an empty name or one not valid UTF-8.
 func checkName(name string) error {
 	if name == "" {
 		return errors.New("registry: a bulkhead name must not be empty")
@@ -221,8 +206,7 @@ func checkName(name string) error {
 	return nil
 }
 
-// addLocked makes e part of r: it records and forwards e's events if r
-// does. r.mu must be held (or r not shared yet).
+// addLocked makes e part of r. r.mu must be held (or r not shared yet).
 func (r *Registry) addLocked(e *entry) {
 	if r.recording && e.size > 0 {
 		e.ring.Store(newRing(e.size))
@@ -237,18 +221,14 @@ func (r *Registry) addLocked(e *entry) {
 	r.entries[e.key] = e
 }
 
-// enqueueLocked queues an entry event for delivery. r.mu must be held, so
-// that events queue in the order of the changes they report.
+// enqueueLocked queues an entry event, in the order of the changes.
 func (r *Registry) enqueueLocked(t EntryEventType, e *entry) {
 	r.pending = append(r.pending, EntryEvent{Type: t, Name: e.name, Kind: e.kind, Instance: e.b})
 }
 
 // deliver calls the entry subscribers with the queued events, in order, with
-// no lock held. If another goroutine is delivering already (perhaps the one
-// that called the subscriber that called us), it delivers ours too, after
-// those queued before them. If a subscriber panics or calls runtime.Goexit,
-// the events after the one it was given stay queued, for the next change's
-// delivery, and the panic goes on.
+// no lock held; if another goroutine is delivering, that one delivers ours
+// too. After a subscriber's panic the later events stay queued.
 func (r *Registry) deliver() {
 	r.mu.Lock()
 	if r.delivering {
@@ -276,8 +256,9 @@ func (r *Registry) deliver() {
 	normal = true
 }
 
-// get returns the named entry of kind k, creating it if need be.
-func (r *Registry) get(k bulkhead.Kind, name string) (*entry, error) {
+// get returns the named entry of kind k, creating it if need be; a
+// semaphore must be keyed or not, as keyed says.
+func (r *Registry) get(k bulkhead.Kind, name string, keyed bool) (*entry, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -285,9 +266,14 @@ func (r *Registry) get(k bulkhead.Kind, name string) (*entry, error) {
 	}
 	if e, ok := r.entries[key{k, name}]; ok {
 		r.mu.Unlock()
-		return e, nil
+		_, isKeyed := e.b.(*semaphore.Keyed[string])
+		return e, kindError(e.key, isKeyed, keyed)
 	}
 	sp, ok := specOf(r.res, key{k, name})
+	if err := kindError(key{k, name}, sp.keyed != nil, keyed); err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
 	if r.res.Config().Strict && !ok {
 		hint := ""
 		if best := config.Closest(name, listed(r.res, k), func(s string) string { return s }); best != "" {
@@ -308,26 +294,33 @@ func (r *Registry) get(k bulkhead.Kind, name string) (*entry, error) {
 	return e, nil
 }
 
-// Semaphore returns the semaphore bulkhead called name, creating it if it
-// does not exist yet: from its entry in Config.Semaphores if listed,
-// otherwise from the "default" semaphore config (or
-// semaphore.DefaultConfig), unless Config.Strict makes that an
-// [ErrNotConfigured] error. Concurrent first calls create exactly one. It
-// fails with bulkhead.ErrClosed after Close.
+// Semaphore returns the semaphore bulkhead called name, creating it from
+// Config.Semaphores, the "default" config or semaphore.DefaultConfig (with
+// Config.Strict, an unlisted name is [ErrNotConfigured]). Concurrent first
+// calls create one. After Close it fails with bulkhead.ErrClosed.
 func (r *Registry) Semaphore(name string) (*semaphore.Bulkhead, error) {
-	e, err := r.get(bulkhead.Semaphore, name)
+	e, err := r.get(bulkhead.Semaphore, name, false)
 	if err != nil {
 		return nil, err
 	}
 	return e.b.(*semaphore.Bulkhead), nil
 }
 
-// Pool returns the pool bulkhead called name, creating it as
-// [Registry.Semaphore] does, from Config.Pools, the "default" pool config or
-// pool.DefaultConfig. A pool and a semaphore may share a name: they are two
-// bulkheads.
+// KeyedSemaphore returns the keyed semaphore called name, one whose
+// configuration sets maxConcurrentCallsPerKey, as [Registry.Semaphore] does.
+// Asking Semaphore for a keyed one, or KeyedSemaphore for a plain one, is an
+// error that says which it is.
+func (r *Registry) KeyedSemaphore(name string) (*semaphore.Keyed[string], error) {
+	e, err := r.get(bulkhead.Semaphore, name, true)
+	if err != nil {
+		return nil, err
+	}
+	return e.b.(*semaphore.Keyed[string]), nil
+}
+
+// Pool returns the pool bulkhead called name, as [Registry.Semaphore] does.
 func (r *Registry) Pool(name string) (*pool.Bulkhead, error) {
-	e, err := r.get(bulkhead.Pool, name)
+	e, err := r.get(bulkhead.Pool, name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -344,8 +337,7 @@ func (r *Registry) Find(k bulkhead.Kind, name string) (bulkhead.Instance, bool) 
 	return nil, false
 }
 
-// Instances returns every bulkhead, sorted by name, then semaphores before
-// pools.
+// Instances returns every bulkhead, by name, semaphores before pools.
 func (r *Registry) Instances() []bulkhead.Instance {
 	es := r.snapshot()
 	out := make([]bulkhead.Instance, len(es))
@@ -366,17 +358,13 @@ func (r *Registry) snapshot() []*entry {
 	return es
 }
 
-// compareEntries orders entries by name, then semaphores before pools.
 func compareEntries(a, b *entry) int {
 	return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
 }
 
-// Remove takes the named bulkhead of kind k out of the registry and returns
-// it; a later request for the name creates a new one. A removed pool is not
-// closed: the caller owns it now and should Close it. Once Remove returns,
-// neither an adaptive controller's decision nor a Reconfigure under way
-// changes the bulkhead (Remove waits for one already in the bulkhead's
-// Reconfigure to take effect).
+// Remove takes the named bulkhead out of the registry and returns it; the
+// caller owns it (and closes a pool). Once Remove returns, neither a
+// controller nor a Reconfigure under way changes it.
 func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool) {
 	r.mu.Lock()
 	e, ok := r.entries[key{k, name}]
@@ -402,32 +390,18 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 	return e.b, true
 }
 
-// Reconfigure validates cfg and makes it the registry's configuration
-// (Strict and RecordEvents included): every live bulkhead gets the limits
-// cfg resolves for its name (one that cfg no longer lists gets the
-// "default" config), and instances cfg lists that do not exist yet are
-// created.
-//
-// If cfg is invalid or an instance cannot be created, Reconfigure returns
-// the error and changes nothing. Otherwise it switches the configuration,
-// and applies the new limits to the live bulkheads with no registry lock
-// held (a pool that grows starts queued tasks there, and their subscribers
-// run on this goroutine, so they may call the registry). A pool closed by
-// its user rather than removed first keeps its last limits. The only error
-// left after the switch is a pool failing to apply a changed KeepAlive;
-// that pool keeps its old limits, the others get the new ones, and the
-// error names it.
-//
-// A bulkhead with an adaptive controller keeps the limit the controller
-// chose, whatever the configured limit, while its adaptive block is
-// unchanged; its other fields apply as usual (see [Registry]).
-//
-// Concurrent Reconfigure calls end with the limits of the configuration
-// installed last on every bulkhead. It never waits for calls in flight.
+// Reconfigure validates cfg and makes it the configuration: every live
+// bulkhead gets the limits cfg resolves for its name ("default" if no longer
+// listed) and listed instances not yet created are created. An invalid cfg
+// changes nothing. The limits are applied with no registry lock held
+// (subscribers may call the registry); the only error after the switch is a
+// pool refusing a new KeepAlive, which keeps its old limits. A bulkhead's
+// controller keeps its limit while its adaptive block is unchanged.
+// Concurrent calls end with the last installed configuration everywhere.
 func (r *Registry) Reconfigure(cfg Config) error { return r.reconfigure(cfg, false) }
 
-// reconfigure is Reconfigure; with keep, it refuses a configuration that no
-// longer lists an instance that the running one lists and r holds.
+// reconfigure is Reconfigure; with keep, it refuses a configuration that
+// drops an instance the running one lists and r holds.
 func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	res, err := config.Resolve(cfg)
 	if err != nil {
@@ -452,6 +426,11 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 			}
 		}
 		sp, _ := specOf(res, e.key)
+		if _, isKeyed := e.b.(*semaphore.Keyed[string]); isKeyed != (sp.keyed != nil) && e.kind == bulkhead.Semaphore {
+			r.mu.Unlock()
+			return fmt.Errorf("registry: the new configuration makes semaphore %q %s, which it is not now; the running configuration stays (Remove it first)",
+				e.name, map[bool]string{true: "plain", false: "keyed"}[isKeyed])
+		}
 		// The controller stays while its block does; a new or changed
 		// block starts a new one.
 		ctl := e.control()
@@ -510,8 +489,7 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	return errors.Join(errs...)
 }
 
-// resizeLocked gives e's event ring the new size, keeping the newest
-// events. r.mu must be held.
+// resizeLocked gives e's event ring a new size, keeping the newest events.
 func (r *Registry) resizeLocked(e *entry, size int) {
 	if size == e.size {
 		return
@@ -532,8 +510,7 @@ func (r *Registry) resizeLocked(e *entry, size int) {
 	e.ring.Store(next)
 }
 
-// setRecordingLocked starts or stops keeping recent events. r.mu must be
-// held.
+// setRecordingLocked starts or stops keeping recent events.
 func (r *Registry) setRecordingLocked(on bool) {
 	if on == r.recording {
 		return
@@ -553,12 +530,9 @@ func (r *Registry) setRecordingLocked(on bool) {
 	}
 }
 
-// Close closes every pool bulkhead, as pool.Bulkhead.Close does: running and
-// queued tasks may finish until ctx ends. Afterwards the registry creates
-// nothing (Semaphore and Pool fail with bulkhead.ErrClosed) but Instances,
-// the metrics and the Handler still show the bulkheads' last state. Close is
-// idempotent; a second call waits for the first, or for its own ctx. A nil
-// ctx is a bug in the caller: Close panics, before closing anything.
+// Close closes every pool as pool.Bulkhead.Close does, until ctx ends.
+// Afterwards the registry creates nothing (bulkhead.ErrClosed) but still
+// shows the bulkheads' last state. A second call waits for the first.
 func (r *Registry) Close(ctx context.Context) error {
 	if ctx == nil {
 		panic("registry: Close called with a nil Context")
@@ -608,12 +582,9 @@ func (r *Registry) Close(ctx context.Context) error {
 	return err
 }
 
-// Subscribe calls fn with the per-call events of every bulkhead in the
-// registry, present and future, until cancel is called; each event's Name
-// and Kind say which bulkhead. fn runs on the goroutine of the call that
-// caused the event (see the callback contract in package bulkhead).
-// Instances build events only while someone listens, so with no subscriber
-// (no histograms, no RecordEvents) they cost nothing.
+// Subscribe calls fn with the per-call events of every bulkhead, present and
+// future, until cancel; fn runs on the caller's goroutine (see package
+// bulkhead, "Callbacks"). With no listener, events cost nothing.
 func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	if fn == nil {
 		panic("registry: Subscribe called with a nil function")
@@ -634,12 +605,8 @@ func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 }
 
 // SubscribeEntries calls fn when a bulkhead is added, removed or
-// reconfigured, until cancel is called. Events arrive one at a time, in the
-// order of the changes, with no registry lock held, so fn may call the
-// registry. Usually fn runs on the goroutine that made the change, before
-// that call returns; but while another goroutine is delivering events (for
-// instance fn's own), that goroutine delivers the new ones after those
-// before them.
+// reconfigured, one event at a time in the order of the changes, with no
+// registry lock held, so fn may call the registry.
 func (r *Registry) SubscribeEntries(fn func(EntryEvent)) (cancel func()) {
 	if fn == nil {
 		panic("registry: SubscribeEntries called with a nil function")
@@ -647,8 +614,7 @@ func (r *Registry) SubscribeEntries(fn func(EntryEvent)) (cancel func()) {
 	return r.changes.Subscribe(fn)
 }
 
-// retainLocked starts forwarding every instance's events to r.calls and
-// the rings, if it was not already. r.mu must be held.
+// retainLocked starts forwarding the instances' events, if not yet.
 func (r *Registry) retainLocked() {
 	r.listeners++
 	if r.listeners == 1 && !r.closed {
@@ -667,8 +633,6 @@ func (r *Registry) releaseLocked() {
 	}
 }
 
-// stopListening ends the registry's subscription to e's events. r.mu must
-// be held.
 func (e *entry) stopListening() {
 	if e.unsub != nil {
 		e.unsub()
@@ -676,9 +640,8 @@ func (e *entry) stopListening() {
 	}
 }
 
-// listen subscribes the registry to e's events: each goes to e's ring,
-// to the registry's subscribers and to the collectors' histograms, with no
-// lock, no lookup and no allocation.
+// listen subscribes r to e's events: ring, subscribers and histograms, with
+// no lock, lookup or allocation.
 func (r *Registry) listen(e *entry) {
 	if e.unsub != nil {
 		return

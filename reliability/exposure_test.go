@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/registry"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -128,6 +129,12 @@ func TestExposureHandlerAndMetricsShowNamesAndNumbersOnly(t *testing.T) {
 	allowed := map[string]bool{"payment": true, "inventory": true, "reports": true, "semaphore": true, "pool": true,
 		"permitted": true, "rejected": true, "cancelled": true, "finished": true,
 		"deadline-exceeded": true, "closed": true, "other": true, "success": true, "error": true, "panic": true}
+	for _, r := range bulkhead.Reasons { // the reasons of rejections: fixed words too
+		allowed[r.String()] = true
+	}
+	for _, o := range []bulkhead.QueueOrder{bulkhead.LIFO, bulkhead.AdaptiveLIFO} { // and the queue orders
+		allowed[o.String()] = true
+	}
 	var walk func(path string, v any)
 	walk = func(path string, v any) {
 		switch v := v.(type) {

@@ -20,12 +20,14 @@ import (
 type pfModel struct {
 	limit, qcap int
 	wait        time.Duration
+	lifo        bool      // QueueOrder LIFO: the newest queued task starts first
 	active      int       // tasks counted running
 	lent        int       // of those, the ones running in the slot of a task that waits for them
 	running     []*pfTask // of those, the ones still running (quick ones finish at once)
 	queue       []*pfTask
 	permitted   uint64
 	rejected    uint64
+	by          [len(bulkhead.Reasons) + 1]uint64 // rejections by reason
 	cancelled   uint64
 	finished    uint64
 	failed      uint64
@@ -83,13 +85,24 @@ func (m *pfModel) finish(t *pfTask, outcome string) {
 		t.loanEnded = true
 	}
 	if len(m.queue) > 0 && m.active-m.lent <= m.limit {
-		h := m.queue[0]
-		m.queue = m.queue[1:]
+		h := m.pop()
 		m.active--
 		m.start(h)
 		return
 	}
 	m.active--
+}
+
+// pop takes the queued task a free worker starts: the oldest, or the
+// newest in LIFO order.
+func (m *pfModel) pop() *pfTask {
+	i := 0
+	if m.lifo {
+		i = len(m.queue) - 1
+	}
+	h := m.queue[i]
+	m.queue = append(m.queue[:i:i], m.queue[i+1:]...)
+	return h
 }
 
 // settle lets every quick running task return.
@@ -156,6 +169,7 @@ func FuzzPoolStateMachine(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 0, 0, 0, 4, 0, 4, 0})
 	f.Add([]byte{5, 0x11, 1, 0, 1, 0, 1, 0, 1, 0, 3, 2, 4, 0x10, 2, 0, 2, 0x81, 6, 0})
 	f.Add([]byte{5, 0x25, 1, 0, 1, 0, 0, 0, 1, 0, 5, 0x03, 5, 0x42, 4, 0, 3, 7, 6, 1, 4, 0, 0, 0})
+	f.Add([]byte{5, 0xac, 1, 1, 1, 0, 1, 1, 1, 0, 4, 0, 4, 0, 4, 0, 3, 5, 5, 0xa0, 1, 1, 1, 1, 4, 0, 3, 9})
 	// Helping: a task waits for a queued task (run in its slot), then for
 	// a Then future of a queued quick task; a task waits for a running one
 	// and is cancelled while waiting.
@@ -267,6 +281,7 @@ func runPoolModel(t *testing.T, data []byte) {
 				fail("Submit on a full pool = %v, want an immediate FullError", err)
 			}
 			m.rejected++
+			m.by[bulkhead.ReasonFull]++
 			immediate++
 			trace.WriteString("(full) ")
 			cancel()
@@ -340,7 +355,7 @@ func runPoolModel(t *testing.T, data []byte) {
 		s := b.Stats()
 		want := bulkhead.Stats{Name: "fuzz", Kind: bulkhead.Pool, MaxConcurrentCalls: m.limit,
 			AvailableConcurrentCalls: max(0, m.limit-m.active+m.lent), InFlight: m.active,
-			QueueDepth: len(m.queue), QueueCapacity: m.qcap, Permitted: m.permitted, Rejected: m.rejected,
+			QueueDepth: len(m.queue), QueueCapacity: m.qcap, Permitted: m.permitted, Rejected: m.rejected, RejectedBy: m.by, LIFO: m.lifo,
 			Cancelled: m.cancelled, Finished: m.finished, Failed: m.failed}
 		if s != want {
 			fail("stats\n got %+v\nwant %+v", s, want)
@@ -418,6 +433,7 @@ func runPoolModel(t *testing.T, data []byte) {
 				if !pt.deadline.IsZero() && !pt.deadline.After(end) {
 					m.unqueue(pt)
 					m.rejected++
+					m.by[bulkhead.ReasonTimeout]++
 					pt.done, pt.want = true, "expired"
 				}
 			}
@@ -444,7 +460,10 @@ func runPoolModel(t *testing.T, data []byte) {
 			if arg&0x40 != 0 {
 				nc.KeepAlive = 3*time.Second - cfg.KeepAlive // 1s <-> 2s: a new ants pool
 			}
-			fmt.Fprintf(&trace, "reconfigure(%d,%d,%v,%v) ", nc.MaxWorkers, nc.QueueCapacity, nc.QueueTimeout, nc.KeepAlive)
+			if arg&0x80 != 0 && nc.QueueTimeout > 0 && nc.QueueCapacity > 0 {
+				nc.QueueOrder = bulkhead.LIFO
+			}
+			fmt.Fprintf(&trace, "reconfigure(%d,%d,%v,%v,%v) ", nc.MaxWorkers, nc.QueueCapacity, nc.QueueTimeout, nc.KeepAlive, nc.QueueOrder)
 			if int64(nc.MaxWorkers) > limitInForce.Load() {
 				limitInForce.Store(int64(nc.MaxWorkers)) // before: Reconfigure may start tasks
 			}
@@ -460,11 +479,9 @@ func runPoolModel(t *testing.T, data []byte) {
 			}
 			limitInForce.Store(int64(nc.MaxWorkers)) // after: nothing starts until under it
 			cfg = nc
-			m.limit, m.qcap, m.wait = nc.MaxWorkers, nc.QueueCapacity, nc.QueueTimeout
+			m.limit, m.qcap, m.wait, m.lifo = nc.MaxWorkers, nc.QueueCapacity, nc.QueueTimeout, nc.QueueOrder == bulkhead.LIFO
 			for len(m.queue) > 0 && m.active-m.lent < m.limit {
-				h := m.queue[0]
-				m.queue = m.queue[1:]
-				m.start(h)
+				m.start(m.pop())
 			}
 			m.settle()
 		case 6: // Close

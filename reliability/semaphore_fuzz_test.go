@@ -14,14 +14,18 @@ import (
 )
 
 // semModel is the semaphore bulkhead as a few lines of sequential code: a
-// limit, the permits in use and a FIFO line of waiters with deadlines.
+// limit, the permits in use and a line of waiters with deadlines, FIFO or
+// LIFO, bounded or not.
 type semModel struct {
 	limit     int
 	wait      time.Duration
+	lifo      bool // QueueOrder LIFO
+	waiting   int  // MaxWaitingCalls
 	inUse     int
 	line      []*semWaiter
 	permitted uint64
 	rejected  uint64
+	by        [len(bulkhead.Reasons) + 1]uint64 // rejections by reason
 	cancelled uint64
 	finished  uint64
 	failed    uint64
@@ -37,15 +41,24 @@ type semWaiter struct {
 	checked  bool
 }
 
-// grant hands free permits to the oldest waiters.
+// grant hands free permits to the oldest waiters (the newest, LIFO).
 func (m *semModel) grant() {
 	for len(m.line) > 0 && m.inUse < m.limit {
 		w := m.line[0]
-		m.line = m.line[1:]
+		if m.lifo {
+			w = m.line[len(m.line)-1]
+		}
+		m.remove(w)
 		m.inUse++
 		m.permitted++
 		w.want = "granted"
 	}
+}
+
+// reject counts a rejection for reason r.
+func (m *semModel) reject(r bulkhead.Reason) {
+	m.rejected++
+	m.by[r]++
 }
 
 func (m *semModel) remove(w *semWaiter) {
@@ -69,6 +82,8 @@ func FuzzSemaphoreStateMachine(f *testing.F) {
 	f.Add([]byte{3, 0x12, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 4, 1, 5, 3, 2, 0, 2, 0, 2, 0})
 	f.Add([]byte{3, 0x32, 1, 0, 1, 0, 1, 0, 1, 0, 3, 0x34, 3, 0x30, 2, 0, 5, 9, 2, 0, 2, 0, 7, 0, 6, 1, 6, 2})
 	f.Add([]byte{3, 0x20, 1, 0, 1, 0, 3, 0x00, 1, 0, 5, 7, 3, 0x24, 4, 0, 2, 0, 6, 0, 2, 0})
+	f.Add([]byte{3, 0xd0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 4, 0, 2, 0, 3, 0x50, 1, 0, 1, 0, 2, 0, 5, 11, 2, 0, 2, 0})
+	f.Add([]byte{3, 0xa1, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 2, 0, 3, 0xe1, 1, 0, 1, 0, 1, 0, 2, 0, 5, 11, 6, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 400 {
 			data = data[:400]
@@ -118,7 +133,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 		s := b.Stats()
 		want := bulkhead.Stats{Name: "fuzz", Kind: bulkhead.Semaphore, MaxConcurrentCalls: m.limit,
 			AvailableConcurrentCalls: max(0, m.limit-m.inUse), InFlight: m.inUse, Waiting: len(m.line),
-			Permitted: m.permitted, Rejected: m.rejected, Cancelled: m.cancelled, Finished: m.finished, Failed: m.failed}
+			Permitted: m.permitted, Rejected: m.rejected, RejectedBy: m.by, LIFO: m.lifo, Cancelled: m.cancelled, Finished: m.finished, Failed: m.failed}
 		if s != want {
 			fail("stats\n got %+v\nwant %+v", s, want)
 		}
@@ -139,7 +154,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 				m.inUse++
 				m.permitted++
 			} else {
-				m.rejected++
+				m.reject(bulkhead.ReasonFull)
 			}
 		case 1: // Acquire on its own goroutine
 			ctx, cancel := context.WithCancel(context.Background())
@@ -152,9 +167,18 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 				m.permitted++
 				w.want = "granted"
 			case m.wait == 0:
-				m.rejected++
+				m.reject(bulkhead.ReasonFull)
+				w.want = "immediate-rejection"
+			case m.waiting > 0 && len(m.line) >= m.waiting && !m.lifo:
+				m.reject(bulkhead.ReasonWaiters)
 				w.want = "immediate-rejection"
 			default:
+				for m.waiting > 0 && len(m.line) >= m.waiting { // LIFO: the oldest make room
+					old := m.line[0]
+					m.remove(old)
+					m.reject(bulkhead.ReasonWaiters)
+					old.want = "rejected"
+				}
 				w.deadline = time.Now().Add(m.wait)
 				m.line = append(m.line, w)
 			}
@@ -183,14 +207,23 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 				m.finished++
 				m.grant()
 			}
-		case 3: // Reconfigure
+		case 3: // Reconfigure; the top bits, with a wait: LIFO, and at most 2 waiting
 			cfg := semaphore.Config{MaxConcurrentCalls: 1 + int(arg&0x0f)%5,
 				MaxWaitDuration: []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond}[arg>>4%4]}
-			fmt.Fprintf(&trace, "reconfigure(%d,%v) ", cfg.MaxConcurrentCalls, cfg.MaxWaitDuration)
+			if cfg.MaxWaitDuration > 0 {
+				if arg&0x40 != 0 {
+					cfg.QueueOrder = bulkhead.LIFO
+				}
+				if arg&0x80 != 0 {
+					cfg.MaxWaitingCalls = 2
+				}
+			}
+			fmt.Fprintf(&trace, "reconfigure(%d,%v,%v,%d) ", cfg.MaxConcurrentCalls, cfg.MaxWaitDuration, cfg.QueueOrder, cfg.MaxWaitingCalls)
 			if err := b.Reconfigure(cfg); err != nil {
 				fail("Reconfigure: %v", err)
 			}
 			m.limit, m.wait = cfg.MaxConcurrentCalls, cfg.MaxWaitDuration
+			m.lifo, m.waiting = cfg.QueueOrder == bulkhead.LIFO, cfg.MaxWaitingCalls
 			m.grant()
 		case 4: // cancel a waiter
 			if len(m.line) == 0 {
@@ -210,7 +243,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 			for _, w := range append([]*semWaiter(nil), m.line...) {
 				if !w.deadline.After(end) {
 					m.remove(w)
-					m.rejected++
+					m.reject(bulkhead.ReasonTimeout)
 					w.want = "rejected"
 				}
 			}
@@ -246,7 +279,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 				if !errors.Is(err, bulkhead.ErrBulkheadFull) {
 					fail("Do on a full bulkhead = %v", err)
 				}
-				m.rejected++
+				m.reject(bulkhead.ReasonFull)
 				break
 			}
 			m.permitted++

@@ -20,6 +20,15 @@
 // long in a first-in, first-out line. A waiting caller whose context ends
 // gets ctx.Err(), never a rejection, so timeouts and saturation stay apart.
 //
+// Under a real overload, the Config can make the line shed load well
+// (docs/shedding.md compares them): MaxWaitingCalls caps the waiters,
+// MinDeadlineSlack refuses a caller whose deadline the wait would use up,
+// QueueOrder serves the newest waiter first (LIFO, or AdaptiveLIFO once the
+// line grows), and CoDel refuses waiters of a line that stays above its
+// target wait. Each refusal's [bulkhead.FullError] says why in its Reason,
+// and [bulkhead.Stats] counts the refusals by reason. These rules cost
+// nothing until a caller has found every permit taken.
+//
 // Package [github.com/bulkhead-go/bulkhead/bulkheadhttp] puts a bulkhead in
 // front of an http.Client (holding the permit until the response body is
 // closed) or an http.Handler.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -49,4 +50,31 @@ func ExampleBulkhead_TryAcquire() {
 	// Output:
 	// true true false
 	// permitted 2 rejected 1 available 2
+}
+
+// A caller whose deadline the wait would use up is refused at once, with a
+// reason, instead of waiting for a permit it could not use.
+func ExampleConfig_shedding() {
+	reports, err := semaphore.New("reports", semaphore.Config{
+		MaxConcurrentCalls: 1,
+		MaxWaitDuration:    5 * time.Second,
+		MinDeadlineSlack:   2 * time.Second, // a report takes 2s
+		MaxWaitingCalls:    10,
+	})
+	if err != nil {
+		panic(err)
+	}
+	reports.TryAcquire() // the only permit is taken
+	defer reports.Release()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // 1s left: too little
+	defer cancel()
+	err = reports.Do(ctx, func(context.Context) error { return nil })
+	if fe, ok := errors.AsType[*bulkhead.FullError](err); ok {
+		fmt.Println("refused:", fe.Reason, "waited:", fe.Waited)
+	}
+	fmt.Println("by reason:", reports.Stats().RejectedBy[bulkhead.ReasonDeadline])
+	// Output:
+	// refused: deadline waited: false
+	// by reason: 1
 }

@@ -13,10 +13,13 @@ import (
 type waiter struct {
 	ready      chan struct{} // capacity 1
 	state      atomic.Uint32
-	watch      bool   // listens to the Bulkhead's timer
-	handed     bool   // was handed the timer by unlinkLocked, with a signal of its own
-	deadline   int64  // in the clock of now
-	line       uint64 // the Bulkhead's line it joined
+	watch      bool            // listens to the Bulkhead's timer
+	handed     bool            // was handed the timer by unlinkLocked, with a signal of its own
+	deadline   int64           // in the clock of now
+	joined     int64           // in the clock of now
+	byDeadline bool            // the deadline is its context's, less MinDeadlineSlack
+	reason     bulkhead.Reason // why it was refused
+	line       uint64          // the Bulkhead's line it joined
 	prev, next *waiter
 }
 
@@ -24,7 +27,7 @@ type waiter struct {
 const (
 	waiting uint32 = iota
 	granted        // handed a permit
-	expired        // its deadline passed first
+	refused        // refused (its reason says why): its deadline passed, or the line shed it
 )
 
 // signal wakes w if it is not already due to wake.

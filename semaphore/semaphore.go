@@ -12,6 +12,7 @@ import (
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/internal/clock"
 	"github.com/bulkhead-go/bulkhead/internal/event"
+	"github.com/bulkhead-go/bulkhead/internal/shed"
 )
 
 // MaxLimit is the largest MaxConcurrentCalls a Bulkhead accepts.
@@ -28,6 +29,32 @@ type Config struct {
 	// negative. A caller waits for the MaxWaitDuration in force when it
 	// started waiting, even if Reconfigure changes it meanwhile.
 	MaxWaitDuration time.Duration
+
+	// The fields below shape the line of waiters; they need a positive
+	// MaxWaitDuration (without one, nobody waits), and their zero values
+	// keep a plain first-in, first-out line. Rejections they cause carry
+	// their [bulkhead.Reason].
+
+	// MaxWaitingCalls caps the callers waiting at once; 0 means no cap. A
+	// caller that finds that many waiting is refused at once
+	// (ReasonWaiters), unless the line serves the newest first: then the
+	// oldest waiter is refused and the caller joins.
+	MaxWaitingCalls int
+	// MinDeadlineSlack, if positive, is the time a call needs to be of use
+	// before its context's deadline: a caller that would have to wait with
+	// less left is refused at once, and a waiter is refused when that point
+	// comes instead of being granted a permit too late (ReasonDeadline).
+	MinDeadlineSlack time.Duration
+	// QueueOrder is the order waiters get permits: bulkhead.FIFO (the
+	// default), bulkhead.LIFO or bulkhead.AdaptiveLIFO.
+	QueueOrder bulkhead.QueueOrder
+	// LIFOThreshold is, for AdaptiveLIFO, the number of waiters above which
+	// the newest is served first; 0 means only while CoDel reports the line
+	// overloaded (CoDel must then be set).
+	LIFOThreshold int
+	// CoDel, if not nil, sheds waiters of a line that stays above its
+	// target wait (ReasonCoDel); see [bulkhead.CoDel].
+	CoDel *bulkhead.CoDel
 }
 
 // DefaultConfig returns Resilience4j's defaults: 25 concurrent calls and no
@@ -45,6 +72,37 @@ func (c Config) Validate() error {
 		return fmt.Errorf("maxConcurrentCalls must be <= %d, got %d", MaxLimit, c.MaxConcurrentCalls)
 	case c.MaxWaitDuration < 0:
 		return fmt.Errorf("maxWaitDuration must be >= 0, got %v", c.MaxWaitDuration)
+	case c.MaxWaitingCalls < 0:
+		return fmt.Errorf("maxWaitingCalls must be >= 0, got %d", c.MaxWaitingCalls)
+	case c.MinDeadlineSlack < 0:
+		return fmt.Errorf("minDeadlineSlack must be >= 0, got %v", c.MinDeadlineSlack)
+	case c.QueueOrder > bulkhead.AdaptiveLIFO:
+		return fmt.Errorf("queueOrder must be fifo, lifo or adaptiveLifo, got %v", c.QueueOrder)
+	case c.LIFOThreshold < 0:
+		return fmt.Errorf("lifoThreshold must be >= 0, got %d", c.LIFOThreshold)
+	case c.LIFOThreshold > 0 && c.QueueOrder != bulkhead.AdaptiveLIFO:
+		return fmt.Errorf("lifoThreshold %d applies only to queueOrder adaptiveLifo, got queueOrder %v", c.LIFOThreshold, c.QueueOrder)
+	case c.QueueOrder == bulkhead.AdaptiveLIFO && c.LIFOThreshold == 0 && c.CoDel == nil:
+		return fmt.Errorf("queueOrder adaptiveLifo needs lifoThreshold > 0 or codel, got neither")
+	}
+	if c.CoDel != nil {
+		if err := c.CoDel.Validate(); err != nil {
+			return err
+		}
+	}
+	if c.MaxWaitDuration == 0 {
+		// A LIFO line needs a bounded wait, so that nobody waits forever;
+		// every other field here would configure nothing.
+		switch {
+		case c.QueueOrder != bulkhead.FIFO:
+			return fmt.Errorf("queueOrder %v needs maxWaitDuration > 0 (a bounded wait), got 0", c.QueueOrder)
+		case c.MaxWaitingCalls > 0:
+			return fmt.Errorf("maxWaitingCalls %d needs maxWaitDuration > 0 (nobody waits), got 0", c.MaxWaitingCalls)
+		case c.MinDeadlineSlack > 0:
+			return fmt.Errorf("minDeadlineSlack %v needs maxWaitDuration > 0 (nobody waits), got 0", c.MinDeadlineSlack)
+		case c.CoDel != nil:
+			return fmt.Errorf("codel needs maxWaitDuration > 0 (nobody waits), got 0")
+		}
 	}
 	return nil
 }
@@ -96,8 +154,8 @@ type Bulkhead struct {
 	name string
 	_    [cacheLine]byte
 
-	finishedHigh atomic.Uint64 // the finished count >> fieldBits
-	rejected     atomic.Uint64
+	finishedHigh atomic.Uint64           // the finished count >> fieldBits
+	rejected     [nReasons]atomic.Uint64 // by reason
 	cancelled    atomic.Uint64
 	failed       atomic.Uint64
 	waiting      atomic.Int64 // callers in the waiter list, for Stats
@@ -126,15 +184,32 @@ type Bulkhead struct {
 	nfree int
 	// joined is the time (in the clock of now) the newest waiter joined.
 	joined int64
+	// shed is the line's order and CoDel state; overloaded mirrors its
+	// CoDel verdict for Stats.
+	shed       shed.Line
+	overloaded atomic.Bool
 }
+
+// nReasons bounds the reasons a semaphore refuses with.
+const nReasons = bulkhead.ReasonCoDel + 1
 
 // settings is the configuration in force and the rejection errors made
 // from it, replaced as a whole by Reconfigure.
 type settings struct {
 	cfg Config
-	// The errors of every rejection: now of a call refused at once, waited
-	// of one whose wait ran out.
-	now, waited bulkhead.FullError
+	// The errors of every rejection, by reason: errs[0] of a call refused
+	// at once, errs[1] of one refused after waiting.
+	errs [2][nReasons]bulkhead.FullError
+	// lined is set when a rule beyond plain FIFO picks the waiter to serve.
+	lined bool
+}
+
+// err returns the prebuilt error of a rejection for reason r.
+func (st *settings) err(r bulkhead.Reason, waited bool) *bulkhead.FullError {
+	if waited {
+		return &st.errs[1][r]
+	}
+	return &st.errs[0][r]
 }
 
 // epoch anchors now, so that deadlines are read from the monotonic clock.
@@ -164,12 +239,21 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 }
 
 // apply stores the settings for cfg; the limit in the state word is the
-// caller's to set.
+// caller's to set. b.mu must be held, or b not yet shared.
 func (b *Bulkhead) apply(cfg Config) {
-	st := &settings{cfg: cfg, now: bulkhead.FullError{Name: b.name, Kind: bulkhead.Semaphore,
-		MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitDuration: cfg.MaxWaitDuration, Reason: bulkhead.ReasonFull}}
-	st.waited = st.now
-	st.waited.Waited, st.waited.Reason = true, bulkhead.ReasonTimeout
+	if cfg.CoDel != nil {
+		c := *cfg.CoDel // a copy: the caller's may change
+		cfg.CoDel = &c
+	}
+	st := &settings{cfg: cfg, lined: cfg.QueueOrder != bulkhead.FIFO || cfg.CoDel != nil || cfg.MinDeadlineSlack > 0}
+	for w := range st.errs {
+		for r := range st.errs[w] {
+			st.errs[w][r] = bulkhead.FullError{Name: b.name, Kind: bulkhead.Semaphore, MaxConcurrentCalls: cfg.MaxConcurrentCalls,
+				MaxWaitDuration: cfg.MaxWaitDuration, Waited: w == 1, Reason: bulkhead.Reason(r)}
+		}
+	}
+	b.shed.Set(cfg.QueueOrder, cfg.LIFOThreshold, cfg.CoDel)
+	b.overloaded.Store(b.shed.Overloaded())
 	b.set.Store(st)
 }
 
@@ -187,7 +271,14 @@ func (b *Bulkhead) settings() *settings {
 func (b *Bulkhead) Name() string { return b.name }
 
 // Config returns the configuration in force.
-func (b *Bulkhead) Config() Config { return b.settings().cfg }
+func (b *Bulkhead) Config() Config {
+	cfg := b.settings().cfg
+	if cfg.CoDel != nil {
+		c := *cfg.CoDel // a copy: the caller's may change
+		cfg.CoDel = &c
+	}
+	return cfg
+}
 
 // Subscribe calls fn with every event of this Bulkhead until cancel is
 // called. fn follows the callback contract of package
@@ -211,19 +302,20 @@ func (b *Bulkhead) TryAcquire() bool {
 		}
 		return true
 	}
-	b.rejected.Add(1) // reject, written out: no call on this path either
+	b.rejected[bulkhead.ReasonFull].Add(1) // reject, written out: no call on this path either
 	st := b.settings()
 	if b.hub.Active() {
-		b.publish(bulkhead.EventRejected, time.Time{}, &st.now)
+		b.publish(bulkhead.EventRejected, time.Time{}, &st.errs[0][bulkhead.ReasonFull])
 	}
 	return false
 }
 
 // Acquire takes a permit, waiting up to MaxWaitDuration for one when none is
-// free. Waiters are served first in, first out. It returns nil with a permit
-// held, ctx.Err() if ctx ends first (or had already ended: then nothing is
-// counted), and a [*bulkhead.FullError] if no permit came in time. Call
-// Release when the work is done.
+// free. Waiters are served in the Config's QueueOrder, first in, first out
+// by default. It returns nil with a permit held, ctx.Err() if ctx ends first
+// (or had already ended: then nothing is counted), and a
+// [*bulkhead.FullError] if no permit came in time or the line's rules
+// refused it (see its Reason). Call Release when the work is done.
 func (b *Bulkhead) Acquire(ctx context.Context) error {
 	_, err := b.acquire(ctx)
 	return err
@@ -257,14 +349,14 @@ func (b *Bulkhead) acquire(ctx context.Context) (time.Time, error) {
 // subscribes).
 func (b *Bulkhead) acquireFull(ctx context.Context) (time.Time, error) {
 	if b.settings().cfg.MaxWaitDuration <= 0 {
-		return time.Time{}, b.reject(time.Time{}, false)
+		return time.Time{}, b.reject(time.Time{}, bulkhead.ReasonFull, false)
 	}
 	start, _, err := b.acquireSlow(ctx)
 	return start, err
 }
 
 // Release returns a permit taken by Acquire or TryAcquire. If callers wait,
-// the permit goes to the oldest of them. Release panics if no permit is held:
+// the permit goes to the next of them in line. Release panics if no permit is held:
 // like unlocking an unlocked mutex, that is a bug in the caller.
 func (b *Bulkhead) Release() { b.finish(time.Time{}, nil, false) }
 
@@ -323,8 +415,8 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 		s := b.state.Load()
 		if full(s) {
 			if st := b.settings(); st.cfg.MaxWaitDuration <= 0 {
-				b.rejected.Add(1)
-				f := &st.now
+				b.rejected[bulkhead.ReasonFull].Add(1)
+				f := &st.errs[0][bulkhead.ReasonFull]
 				if b.hub.Active() {
 					b.publish(bulkhead.EventRejected, time.Time{}, f)
 				}
@@ -485,15 +577,27 @@ func (b *Bulkhead) Stats() bulkhead.Stats {
 	b.permittedSeen = max(b.permittedSeen, raw+uint64(in), b.finishedSeen)
 	finished, permitted := b.finishedSeen, b.permittedSeen
 	b.statsMu.Unlock()
+	var by [len(bulkhead.Reasons) + 1]uint64
+	var rejected uint64
+	for r := range b.rejected {
+		by[r] = b.rejected[r].Load()
+		rejected += by[r]
+	}
+	cfg := b.settings().cfg
+	waiting := int(b.waiting.Load())
+	overloaded := b.overloaded.Load()
 	return bulkhead.Stats{
 		Name:                     b.name,
 		Kind:                     bulkhead.Semaphore,
 		MaxConcurrentCalls:       limit,
 		AvailableConcurrentCalls: max(0, limit-in),
 		InFlight:                 in,
-		Waiting:                  int(b.waiting.Load()),
+		Waiting:                  waiting,
 		Permitted:                permitted,
-		Rejected:                 b.rejected.Load(),
+		Rejected:                 rejected,
+		RejectedBy:               by,
+		Overloaded:               overloaded,
+		LIFO:                     shed.LIFO(cfg.QueueOrder, cfg.LIFOThreshold, waiting, overloaded),
 		Cancelled:                b.cancelled.Load(),
 		Finished:                 finished,
 		Failed:                   b.failed.Load(),
@@ -533,8 +637,19 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 	} else {
 		t = now()
 	}
+	// The latest this caller may be granted a permit, by its context's
+	// deadline and the slack its call needs (read outside b.mu too).
+	var latest int64
+	byDeadline := false
+	if slack := b.settings().cfg.MinDeadlineSlack; slack > 0 {
+		if d, ok := ctx.Deadline(); ok {
+			latest, byDeadline = int64(d.Sub(epoch)-slack), true
+		}
+	}
 	b.mu.Lock()
-	maxWait := b.set.Load().cfg.MaxWaitDuration // Reconfigure changes it under b.mu
+	st := b.set.Load() // Reconfigure changes it under b.mu
+	maxWait, maxWaiting := st.cfg.MaxWaitDuration, st.cfg.MaxWaitingCalls
+	bump := false // the line is full and serves the newest first: the oldest leaves
 	for {
 		s := b.state.Load()
 		if !full(s) {
@@ -544,10 +659,20 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 			b.mu.Unlock()
 			return start, nil, nil
 		}
-		if b.waiting.Load() == maxWaiters || maxWait <= 0 {
-			// Too many waiters, or Reconfigure has just turned waiting off.
+		r := bulkhead.ReasonNone
+		switch n := int(b.waiting.Load()); {
+		case n == maxWaiters || maxWait <= 0:
+			r = bulkhead.ReasonFull // too many waiters, or Reconfigure has just turned waiting off
+		case byDeadline && latest <= t:
+			r = bulkhead.ReasonDeadline
+		case maxWaiting > 0 && n >= maxWaiting:
+			if bump = b.shed.LIFO(n); !bump {
+				r = bulkhead.ReasonWaiters
+			}
+		}
+		if r != bulkhead.ReasonNone {
 			b.mu.Unlock()
-			return start, nil, b.reject(start, false)
+			return start, nil, b.reject(start, r, false)
 		}
 		// Set the flag (it may be set already) only if nothing changed since
 		// the look above, so that no permit came free in between.
@@ -560,7 +685,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 		b.free, w.next = w.next, nil
 		b.nfree--
 		w.state.Store(waiting)
-		w.watch, w.handed = false, false
+		w.watch, w.handed, w.reason = false, false, bulkhead.ReasonNone
 	} else {
 		w = &waiter{ready: make(chan struct{}, 1)}
 	}
@@ -571,8 +696,14 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 		t = b.joined
 	}
 	b.joined = t
-	w.deadline = t + int64(maxWait)
+	w.joined, w.deadline, w.byDeadline = t, t+int64(maxWait), false
+	if byDeadline && latest < w.deadline {
+		w.deadline, w.byDeadline = latest, true
+	}
 	watch := b.queueLocked(w)
+	for bump && int(b.waiting.Load()) > maxWaiting {
+		b.refuseLocked(b.waiters.head, bulkhead.ReasonWaiters) // never w: it is last, and two or more wait
+	}
 	w.line = b.line
 	timer := b.timer.C
 	b.mu.Unlock()
@@ -592,8 +723,8 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 				switch b.leave(w) {
 				case granted: // the permit was handed to us while we gave up: keep it
 					return start, nil, nil
-				case expired:
-					return start, nil, b.reject(start, true)
+				case refused:
+					return start, nil, b.reject(start, w.reason, true)
 				}
 				b.cancelled.Add(1)
 				if b.hub.Active() {
@@ -615,8 +746,8 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 				return start, w, nil
 			}
 			return start, nil, nil
-		case expired:
-			return start, nil, b.reject(start, true)
+		case refused:
+			return start, nil, b.reject(start, w.reason, true)
 		}
 		watch = true // the last watcher left the line and handed the timer to w
 	}
@@ -671,9 +802,11 @@ func (b *Bulkhead) expire() {
 	for w := b.waiters.head; w != nil; {
 		nw := w.next
 		if w.deadline <= t {
-			b.unlinkLocked(w)
-			w.state.Store(expired)
-			w.signal()
+			r := bulkhead.ReasonTimeout
+			if w.byDeadline {
+				r = bulkhead.ReasonDeadline
+			}
+			b.refuseLocked(w, r)
 		} else if !b.waiters.unsorted {
 			next = w.deadline
 			break
@@ -689,7 +822,7 @@ func (b *Bulkhead) expire() {
 }
 
 // leave takes w out of the line if it still waits, and returns the state
-// it found: waiting, or granted or expired if that came first.
+// it found: waiting, or granted or refused if that came first.
 func (b *Bulkhead) leave(w *waiter) uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -721,20 +854,40 @@ func (b *Bulkhead) unlinkLocked(w *waiter) {
 	}
 }
 
-// grantLocked hands a permit to the oldest waiter if the limit allows, and
-// returns that waiter, for the caller to signal, or nil. b.mu must be held.
+// refuseLocked takes w out of the line, refused for reason r, and wakes
+// it. b.mu must be held.
+func (b *Bulkhead) refuseLocked(w *waiter, r bulkhead.Reason) {
+	b.unlinkLocked(w)
+	w.reason = r
+	w.state.Store(refused)
+	w.signal()
+}
+
+// grantLocked hands a permit to the next waiter in line (the oldest, unless
+// the Config orders the line otherwise) if the limit allows, and returns
+// that waiter, for the caller to signal, or nil. b.mu must be held.
 func (b *Bulkhead) grantLocked() *waiter {
+	st := b.set.Load()
+	var t int64 // read once, and only for the rules that need the time
+	if st.lined && (b.shed.Clocked() || st.cfg.MinDeadlineSlack > 0) {
+		t = now()
+	}
 	for {
 		s := b.state.Load()
 		if b.waiters.head == nil || s&fieldMask >= s>>limitShift&fieldMask {
 			return nil
+		}
+		w := b.waiters.head
+		if st.lined {
+			if w = b.pickLocked(t); w == nil {
+				continue // it refused the waiter it looked at; look again
+			}
 		}
 		n := s + 1
 		if b.waiters.head.next == nil {
 			n &^= waitFlag // the last waiter leaves the line
 		}
 		if b.state.CompareAndSwap(s, n) {
-			w := b.waiters.head
 			b.unlinkLocked(w)
 			w.state.Store(granted)
 			return w
@@ -742,10 +895,39 @@ func (b *Bulkhead) grantLocked() *waiter {
 	}
 }
 
+// pickLocked returns the waiter the line serves next by the settings'
+// rules, or refuses it (CoDel, a deadline too near) and returns nil. t is
+// the time if CoDel or MinDeadlineSlack is set. b.mu must be held and the
+// line not empty.
+func (b *Bulkhead) pickLocked(t int64) *waiter {
+	head := b.waiters.head
+	w := head
+	if b.shed.LIFO(int(b.waiting.Load())) {
+		w = b.waiters.tail
+	}
+	if b.shed.Clocked() {
+		shed := b.shed.Serve(t, t-w.joined, t-head.joined)
+		b.overloaded.Store(b.shed.Overloaded())
+		if shed {
+			b.refuseLocked(w, bulkhead.ReasonCoDel)
+			return nil
+		}
+	}
+	if w.byDeadline && w.deadline <= t {
+		b.refuseLocked(w, bulkhead.ReasonDeadline) // its timer is due: never a permit it cannot use
+		return nil
+	}
+	return w
+}
+
 // clearWaitFlag lets the fast path admit calls again once nobody waits.
 // b.mu must be held and the waiter list empty.
 func (b *Bulkhead) clearWaitFlag() {
 	b.waiters.unsorted = false
+	b.shed.Empty()
+	if b.overloaded.Load() {
+		b.overloaded.Store(false)
+	}
 	b.free, b.nfree = nil, 0 // a waiter made in this line must not serve another (it may be a synctest bubble's)
 	for {
 		s := b.state.Load()
@@ -868,16 +1050,13 @@ func (b *Bulkhead) permitted(start time.Time) time.Time {
 	return t
 }
 
-// reject counts a rejection and returns the prebuilt error for it.
+// reject counts a rejection for reason r and returns the prebuilt error
+// for it.
 //
 //go:noinline
-func (b *Bulkhead) reject(start time.Time, waited bool) error {
-	b.rejected.Add(1)
-	st := b.settings()
-	err := &st.now
-	if waited {
-		err = &st.waited
-	}
+func (b *Bulkhead) reject(start time.Time, r bulkhead.Reason, waited bool) error {
+	b.rejected[r].Add(1)
+	err := b.settings().err(r, waited)
 	if b.hub.Active() {
 		b.publish(bulkhead.EventRejected, start, err)
 	}

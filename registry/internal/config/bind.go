@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -56,13 +55,11 @@ func (ld *loader) locate(k string, shared bool, name, key string) where {
 	return w
 }
 
-var sectionKeys = []string{"configs", "instances", "backends", "tags", "metrics"}
-
 // bindDoc classifies the properties of an active document: each bulkhead
 // property becomes the value of one field of one entry.
 func (ld *loader) bindDoc(d *document) {
-	ld.sem.newDoc()
-	ld.pool.newDoc()
+	ld.sem.seen, ld.sem.conts = map[tkey]int{}, map[tkey]string{}
+	ld.pool.seen, ld.pool.conts = map[tkey]int{}, map[tkey]string{}
 	for i := range d.props {
 		p := &d.props[i]
 		s := p.segs
@@ -84,9 +81,7 @@ func (ld *loader) bindDoc(d *document) {
 		case distance(n, "bulkhead") <= 2 || distance(n, "threadpoolbulkhead") <= 3:
 			ld.typos[d.file+"\x00"+n] = true
 			want := map[bool]string{true: "bulkhead", false: "thread-pool-bulkhead"}[distance(n, "bulkhead") <= 2]
-			w := p.where()
-			w.line, w.path = s[0].line, joinSegs(p.segs[:at+1])
-			ld.l.add(w, "unknown section %q (did you mean %q?); a bulkhead section spelt wrong would be ignored", s[0].name, want)
+			p.fail(ld, at, "unknown section %q (did you mean %q?); a bulkhead section spelt wrong would be ignored", s[0].name, want)
 		}
 	}
 }
@@ -128,26 +123,22 @@ func newBinder[S spec, C interface{ Validate() error }](k *kind[S, C]) *binder[S
 	return b
 }
 
-func (b *binder[S, C]) newDoc() { b.seen, b.conts = map[tkey]int{}, map[tkey]string{} }
-
 // add classifies p, whose segment at names the section.
 func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 	segs := p.segs
-	fail := func(n int, format string, args ...any) { // at the n-th segment
-		w := p.where()
-		w.line, w.path = segs[n].line, joinSegs(segs[:n+1])
-		ld.l.add(w, format, args...)
-	}
-	mapping := func(n int, what string) { // segs[n] must be a mapping
+	// mapping reports whether segs[n] is a mapping, with an error if not.
+	mapping := func(n int, what string) bool {
 		switch {
 		case n+1 < len(segs) && segs[n+1].index:
-			fail(n, "%s must be a mapping of keys to values, got a list", what)
+			p.fail(ld, n, "%s must be a mapping of keys to values, got a list", what)
 		case n+1 == len(segs) && p.kind == scalar:
-			fail(n, "%s must be a mapping of keys to values, got %q", what, p.value)
+			p.fail(ld, n, "%s must be a mapping of keys to values, got %q", what, p.value)
+		case n+1 < len(segs):
+			return true
 		}
+		return false
 	}
-	if at+1 == len(segs) || segs[at+1].index {
-		mapping(at, joinSegs(segs[:at+1]))
+	if !mapping(at, joinSegs(segs[:at+1])) {
 		return
 	}
 	shared := false
@@ -158,75 +149,57 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 	case "tags", "metrics", "bulkheadaspectorder", "threadpoolbulkheadaspectorder":
 		return // Micrometer tags and switches, Spring AOP order: no effect here
 	default:
-		fail(at+1, "unknown key %q%s in %s%s", segs[at+1].name, origin(p), joinSegs(segs[:at+1]), suggest(c, sectionKeys))
+		p.fail(ld, at+1, "unknown key %q%s in %s%s", segs[at+1].name, origin(p), joinSegs(segs[:at+1]), suggest(c, []string{"configs", "instances", "backends", "tags", "metrics"}))
 		return
 	}
-	if at+2 == len(segs) || segs[at+2].index {
-		mapping(at+1, joinSegs(segs[:at+2]))
+	if !mapping(at+1, joinSegs(segs[:at+2])) {
 		return
 	}
 	name, rest := segs[at+2].name, segs[at+3:]
 	what := fmt.Sprintf("%s %q", section(b.k.name, shared), name)
-	entry := tkey{shared, name, -1}
-	cont := normalize(segs[at+1].name)
-	if prev, ok := b.conts[entry]; ok && prev != cont {
-		w := ld.pos[posKey{b.k.name, shared, name, ""}]
-		fail(at+2, "%s is given twice (first at line %d)", what, w.line)
+	entry, pk := tkey{shared, name, -1}, posKey{b.k.name, shared, name, ""}
+	if prev, ok := b.conts[entry]; ok && prev != normalize(segs[at+1].name) {
+		p.fail(ld, at+2, "%s is given twice (first at line %d)", what, ld.pos[pk].line)
 		return
 	}
-	b.conts[entry] = cont
-	if _, ok := ld.pos[posKey{b.k.name, shared, name, ""}]; !ok || b.win[entry] == nil {
-		w := p.where()
-		w.line, w.path = segs[at+2].line, joinSegs(segs[:at+3])
-		ld.pos[posKey{b.k.name, shared, name, ""}] = w
+	b.conts[entry] = normalize(segs[at+1].name)
+	if _, ok := ld.pos[pk]; !ok {
+		ld.pos[pk] = p.at(at + 2)
 	}
 	b.set(entry, p)
-	if len(rest) == 0 || rest[0].index {
-		mapping(at+2, what)
+	if !mapping(at+2, what) {
 		return
 	}
-	// The longest key that rest begins with.
-	i, d := -1, min(len(rest), b.depth)
-	for ; d > 0; d-- {
-		if j, ok := b.index[normSegs(rest[:d])]; ok {
-			i = j
-			break
-		}
+	d := min(len(rest), b.depth) // the longest key that rest begins with
+	i, known := b.index[normSegs(rest[:d])]
+	for ; !known && d > 1; i, known = b.index[normSegs(rest[:d])] {
+		d--
 	}
-	key := joinSegs(rest)
-	if i < 0 || (d < len(rest) && b.k.fields[i].want == "" && b.k.fields[i].set != nil) {
+	if !known || (d < len(rest) && b.k.fields[i].want == "" && b.k.fields[i].set != nil) {
 		blk := 0 // the deepest block rest is in
-		for j := min(len(rest)-1, b.depth); j > 0; j-- {
+		for j := min(len(rest)-1, b.depth); j > 0 && blk == 0; j-- {
 			if _, ok := b.blocks[normSegs(rest[:j])]; ok {
 				blk = j
-				break
 			}
 		}
 		in := ""
 		if blk > 0 {
 			in = " in " + joinSegs(rest[:blk])
 		}
-		fail(at+3+blk, "%s: unknown key %q%s%s%s", what, rest[blk].name, origin(p), in, suggest(normalize(rest[blk].name), b.blocks[normSegs(rest[:blk])]))
+		p.fail(ld, at+3+blk, "%s: unknown key %q%s%s%s", what, rest[blk].name, origin(p), in, suggest(normalize(rest[blk].name), b.blocks[normSegs(rest[:blk])]))
 		return
 	}
-	f := b.k.fields[i]
-	switch {
-	case f.set == nil:
-		return // accepted, no effect
+	f, t := b.k.fields[i], tkey{shared, name, i}
+	switch line, dup := b.seen[t]; {
+	case f.set == nil: // accepted, no effect
 	case d < len(rest):
-		got := map[bool]string{true: "a list", false: "a mapping"}[rest[d].index]
-		fail(len(segs)-1, "%s: %s must be %s, got %s", what, joinSegs(rest[:d]), f.want, got)
-		return
+		p.fail(ld, len(segs)-1, "%s: %s must be %s, got %s", what, joinSegs(rest[:d]), f.want, map[bool]string{true: "a list", false: "a mapping"}[rest[d].index])
+	case dup && !p.merged:
+		p.fail(ld, len(segs)-1, "%s: %s is given twice (first at line %d)", what, joinSegs(rest), line)
+	case !dup:
+		b.seen[t] = p.line()
+		b.set(t, p)
 	}
-	t := tkey{shared, name, i}
-	if line, dup := b.seen[t]; dup {
-		if !p.merged {
-			fail(len(segs)-1, "%s: %s is given twice (first at line %d)", what, key, line)
-		}
-		return
-	}
-	b.seen[t] = p.line()
-	b.set(t, p)
 }
 
 func (b *binder[S, C]) set(t tkey, p *prop) {
@@ -243,12 +216,7 @@ func origin(p *prop) string {
 	return ""
 }
 
-// bindAll sets every field from the property that won it.
-func (ld *loader) bindAll() {
-	ld.cfg.SemaphoreConfigs, ld.cfg.Semaphores = ld.sem.bind(ld)
-	ld.cfg.PoolConfigs, ld.cfg.Pools = ld.pool.bind(ld)
-}
-
+// bind sets every field from the property that won it.
 func (b *binder[S, C]) bind(ld *loader) (configs, instances map[string]S) {
 	specs := map[bool]map[string]*S{true: {}, false: {}}
 	for _, t := range b.order {
@@ -262,24 +230,21 @@ func (b *binder[S, C]) bind(ld *loader) (configs, instances map[string]S) {
 		}
 		p, f := b.win[t], b.k.fields[t.field]
 		w := p.where()
-		rest := p.segs[len(p.segs)-len(strings.Split(f.key, ".")):]
-		w.key = joinSegs(rest)
+		w.key = joinSegs(p.segs[len(p.segs)-strings.Count(f.key, ".")-1:])
 		ld.pos[posKey{b.k.name, t.shared, t.name, f.key}] = w
 		v := &value{ld: ld, p: p, what: fmt.Sprintf("%s %q", section(b.k.name, t.shared), t.name), key: w.key}
-		if f.want == "" { // a block as a whole: adaptive: {}
-			switch p.kind {
-			case null:
-				v.fail("has no value; give a mapping (%s: {} for every default) or remove the key", w.key)
-				continue
-			case emptyList:
-				v.fail("must be a mapping of keys to values, got a list")
-				continue
-			case scalar:
-				v.fail("must be a mapping of keys to values, got %q", p.value)
-				continue
-			}
+		switch {
+		case f.want != "":
+			f.set(s, v)
+		case p.kind == null: // a block as a whole: adaptive: {}
+			v.fail("has no value; give a mapping (%s: {} for every default) or remove the key", w.key)
+		case p.kind == emptyList:
+			v.fail("must be a mapping of keys to values, got a list")
+		case p.kind == scalar:
+			v.fail("must be a mapping of keys to values, got %q", p.value)
+		default:
+			f.set(s, v)
 		}
-		f.set(s, v)
 	}
 	out := func(m map[string]*S) map[string]S {
 		if len(m) == 0 {
@@ -393,84 +358,54 @@ func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 	return v, true, err
 }
 
-var (
-	integer = parser[int]{"an integer", func(v *value) (int, bool) {
-		s, ok := v.scalar("an integer")
+// parse makes a parser from a strconv-like function; bad tells what a
+// value it refuses is, given the error.
+func parse[T any](want string, read func(string) (T, error), bad func(s string, err error) string) parser[T] {
+	return parser[T]{want, func(v *value) (T, bool) {
+		var x T
+		s, ok := v.scalar(want)
 		if !ok {
-			return 0, false
+			return x, false
 		}
-		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 32)
-		switch {
-		case errors.Is(err, strconv.ErrRange):
-			v.fail("is out of range, got %s", s)
-		case err != nil:
-			v.fail("must be an integer, got %q", s)
-		default:
-			return int(n), true
+		x, err := read(s)
+		if err != nil {
+			v.fail("%s", bad(s, err))
 		}
-		return 0, false
+		return x, err == nil
 	}}
-	duration = parser[time.Duration]{"a duration", func(v *value) (time.Duration, bool) {
-		s, ok := v.scalar("a duration")
-		if !ok {
-			return 0, false
-		}
-		d, err := parseDuration(s)
-		switch {
-		case errors.Is(err, errRange):
-			v.fail("is out of range, got %q (the largest duration is about 292 years)", s)
-		case err != nil:
-			v.fail("must be a duration such as 500ms, 2s, PT2S or a number of milliseconds, got %q", s)
-		default:
-			return d, true
-		}
-		return 0, false
-	}}
-	number = parser[float64]{"a number", func(v *value) (float64, bool) {
-		s, ok := v.scalar("a number")
-		if !ok {
-			return 0, false
-		}
-		f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			v.fail("must be a finite number, got %q", s)
-			return 0, false
-		}
-		return f, true
-	}}
-	str     = parser[string]{"a string", func(v *value) (string, bool) { return v.scalar("a string") }}
-	boolean = parser[bool]{"true or false", func(v *value) (bool, bool) {
-		s, ok := v.scalar("true or false")
-		if !ok {
-			return false, false
-		}
-		b, err := strconv.ParseBool(strings.ToLower(s))
-		if err != nil || len(s) < 4 { // true or false, not 1, 0, t or f
-			v.fail("must be true or false, got %q", s)
-			return false, false
-		}
-		return b, true
-	}}
-)
-
-// what describes the entry a flattened key is in, for errors found while
-// reading the file: `semaphore instance "a"`, or the key.
-func what(path []seg) string {
-	s := path
-	if len(s) > 0 && normalize(s[0].name) == "resilience4j" {
-		s = s[1:]
-	}
-	if len(s) >= 3 {
-		k := map[string]string{"bulkhead": "semaphore", "threadpoolbulkhead": "pool"}[normalize(s[0].name)]
-		if c := normalize(s[1].name); k != "" && (c == "configs" || c == "instances" || c == "backends") {
-			return fmt.Sprintf("%s %q", section(k, c == "configs"), s[2].name)
-		}
-	}
-	if len(path) == 0 {
-		return "the top level of the file"
-	}
-	return joinSegs(path)
 }
+
+var (
+	integer = parse("an integer", func(s string) (int, error) {
+		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 32)
+		return int(n), err
+	}, func(s string, err error) string {
+		if errors.Is(err, strconv.ErrRange) {
+			return "is out of range, got " + s
+		}
+		return fmt.Sprintf("must be an integer, got %q", s)
+	})
+	duration = parse("a duration", parseDuration, func(s string, err error) string {
+		if errors.Is(err, errRange) {
+			return fmt.Sprintf("is out of range, got %q (the largest duration is about 292 years)", s)
+		}
+		return fmt.Sprintf("must be a duration such as 500ms, 2s, PT2S or a number of milliseconds, got %q", s)
+	})
+	number = parse("a number", func(s string) (float64, error) {
+		f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			err = errRange
+		}
+		return f, err
+	}, func(s string, _ error) string { return fmt.Sprintf("must be a finite number, got %q", s) })
+	str     = parse("a string", func(s string) (string, error) { return s, nil }, nil)
+	boolean = parse("true or false", func(s string) (bool, error) {
+		if b, err := strconv.ParseBool(strings.ToLower(s)); err == nil && len(s) >= 4 { // not 1, 0, t or f
+			return b, nil
+		}
+		return false, strconv.ErrSyntax
+	}, func(s string, _ error) string { return fmt.Sprintf("must be true or false, got %q", s) })
+)
 
 // suggest returns ` (did you mean "x"?)` for the known key nearest to nk,
 // or the list of known keys when none is near.
@@ -505,11 +440,7 @@ func distance(a, b string) int {
 	for i := 1; i <= len(a); i++ {
 		cur[0] = i
 		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+			cur[j] = min(prev[j-1]+min(1, int(a[i-1]^b[j-1])), prev[j]+1, cur[j-1]+1)
 		}
 		prev, cur = cur, prev
 	}

@@ -1,9 +1,10 @@
 // Package config is the registry's configuration: the typed Config, its
-// validation and inheritance, and a loader that reads Spring Boot files the
-// way Spring's binder does. Every document and file becomes one ordered list
-// of properties (flattened key, value, file, line); profiles, placeholders
-// and precedence are resolved on that list, and the result is bound onto
-// Config with relaxed names. Package registry re-exports the types.
+// validation and inheritance, and a loader that reads Spring Boot files as
+// Spring's binder does. Every document and file becomes one ordered list of
+// properties (flattened key, value, file, line); profiles, placeholders and
+// precedence are resolved on that list, and the result is bound onto Config
+// with relaxed names. Package registry re-exports the types and documents
+// them.
 package config
 
 import (
@@ -18,97 +19,56 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/adaptive"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
-// Config is a registry's configuration. It is a plain value: build it in
-// code, or read it from a Spring Boot file with Load or LoadFile.
-//
-// The two kinds are two namespaces, as in Resilience4j: a name may be a
-// semaphore and a pool at once, and they are two bulkheads. In each kind,
-// the shared configuration named "default" applies to every instance and
-// every other shared configuration that names no BaseConfig (as Spring does
-// since Resilience4j 2.0.1), including instances asked for by name but not
-// listed.
-//
-// A field left nil is unset and is inherited: an entry's own value wins,
-// then its BaseConfig's (or "default"'s), and so on up the chain; whatever
-// is still unset takes semaphore.DefaultConfig() or pool.DefaultConfig().
+// Config is registry.Config.
 type Config struct {
-	// SemaphoreConfigs are shared semaphore configurations by name
-	// (Spring's resilience4j.bulkhead.configs).
-	SemaphoreConfigs map[string]SemaphoreSpec
-	// Semaphores are the semaphore bulkheads by name
-	// (resilience4j.bulkhead.instances), which New creates.
-	Semaphores map[string]SemaphoreSpec
-	// PoolConfigs are shared pool configurations by name
-	// (resilience4j.thread-pool-bulkhead.configs).
-	PoolConfigs map[string]PoolSpec
-	// Pools are the pool bulkheads by name
-	// (resilience4j.thread-pool-bulkhead.instances), which New creates.
-	Pools map[string]PoolSpec
-
-	// Strict makes Registry.Semaphore and Registry.Pool fail with
-	// ErrNotConfigured for a name this configuration does not list,
-	// instead of creating it from "default".
-	Strict bool
-	// RecordEvents makes every bulkhead keep its last events (its
-	// EventBufferSize, 100 by default) for Registry.Handler. With it off
-	// the status page shows no events and calls build none for it.
-	RecordEvents bool
-
-	// Warnings are what Load accepted but the registry does not do as
-	// Spring would (a coreThreadPoolSize with no maxThreadPoolSize). New
-	// and Validate ignore them.
-	Warnings []string
+	SemaphoreConfigs map[string]SemaphoreSpec // resilience4j.bulkhead.configs
+	Semaphores       map[string]SemaphoreSpec // resilience4j.bulkhead.instances
+	PoolConfigs      map[string]PoolSpec      // resilience4j.thread-pool-bulkhead.configs
+	Pools            map[string]PoolSpec      // resilience4j.thread-pool-bulkhead.instances
+	Strict           bool                     // no bulkhead for a name not listed
+	RecordEvents     bool                     // keep recent events for the status page
+	Warnings         []string                 // what Load accepted but does not do as Spring would
 }
 
-// SemaphoreSpec configures a semaphore bulkhead or a shared semaphore
-// configuration. Nil fields are unset and inherited (see Config).
+// SemaphoreSpec is registry.SemaphoreSpec; nil fields are unset.
 type SemaphoreSpec struct {
-	// BaseConfig names the shared configuration this one inherits from;
-	// empty means "default" (for "default" itself: nothing).
-	BaseConfig string
-	// MaxConcurrentCalls is semaphore.Config.MaxConcurrentCalls.
-	MaxConcurrentCalls *int
-	// MaxWaitDuration is semaphore.Config.MaxWaitDuration.
-	MaxWaitDuration *time.Duration
-	// EventBufferSize is how many recent events the status page keeps for
-	// the instance when Config.RecordEvents is on, 0 to 10000; unset
-	// means 100 (Spring's eventConsumerBufferSize).
-	EventBufferSize *int
-	// Adaptive, if set, attaches an adaptive controller that moves
-	// MaxConcurrentCalls between its MinLimit and MaxLimit (see
-	// Registry). It is inherited as a whole, like the other fields: an
-	// entry's own block replaces its base's, it is not merged with it.
-	// Config.Custom is refused. YAML: adaptive, this library's extension.
-	Adaptive *adaptive.Config
+	BaseConfig         string           // "" means "default"
+	MaxConcurrentCalls *int             // the total, if MaxConcurrentCallsPerKey is set
+	MaxWaitDuration    *time.Duration   // semaphore.Config.MaxWaitDuration
+	EventBufferSize    *int             // eventConsumerBufferSize, 0 to 10000 (100)
+	Adaptive           *adaptive.Config // inherited as a whole
+	// MaxConcurrentCallsPerKey makes the instance a keyed semaphore
+	// (semaphore.KeyedConfig.PerKey); MaxActiveKeys is its MaxActiveKeys.
+	MaxConcurrentCallsPerKey, MaxActiveKeys *int
+	Line                                    // the line's shedding rules
 }
 
-// PoolSpec configures a pool bulkhead or a shared pool configuration. Nil
-// fields are unset and inherited (see Config).
+// Line is registry.Line: the shedding rules of a bulkhead's line of
+// waiters, the fields of semaphore.Config and pool.Config of the same names.
+type Line struct {
+	MaxWaitingCalls, LIFOThreshold *int
+	MinDeadlineSlack               *time.Duration
+	QueueOrder                     *bulkhead.QueueOrder
+	CoDel                          *bulkhead.CoDel // inherited whole
+}
+
+// PoolSpec is registry.PoolSpec; nil fields are unset.
 type PoolSpec struct {
-	// BaseConfig names the shared configuration this one inherits from;
-	// empty means "default" (for "default" itself: nothing).
-	BaseConfig string
-	// MaxWorkers is pool.Config.MaxWorkers (Spring's maxThreadPoolSize).
-	MaxWorkers *int
-	// CoreWorkers is Spring's coreThreadPoolSize. A Go pool starts workers
-	// on demand up to MaxWorkers, so it has no effect; one above MaxWorkers
-	// is refused, as Spring refuses it.
-	CoreWorkers *int
-	// QueueCapacity is pool.Config.QueueCapacity.
-	QueueCapacity *int
-	// QueueTimeout is pool.Config.QueueTimeout (YAML: maxWaitDuration).
-	QueueTimeout *time.Duration
-	// KeepAlive is pool.Config.KeepAlive (Spring's keepAliveDuration).
-	KeepAlive *time.Duration
-	// EventBufferSize is as in SemaphoreSpec.
-	EventBufferSize *int
-	// Adaptive is as in SemaphoreSpec; the controller moves MaxWorkers.
-	Adaptive *adaptive.Config
+	BaseConfig      string           // "" means "default"
+	MaxWorkers      *int             // maxThreadPoolSize
+	CoreWorkers     *int             // coreThreadPoolSize: no effect, at most MaxWorkers
+	QueueCapacity   *int             // pool.Config.QueueCapacity
+	QueueTimeout    *time.Duration   // maxWaitDuration
+	KeepAlive       *time.Duration   // keepAliveDuration
+	EventBufferSize *int             // as in SemaphoreSpec
+	Adaptive        *adaptive.Config // as in SemaphoreSpec
+	Line                             // as in SemaphoreSpec
 }
 
 func (s SemaphoreSpec) common() (string, *int, *adaptive.Config) {
@@ -119,81 +79,155 @@ func (s PoolSpec) common() (string, *int, *adaptive.Config) {
 	return s.BaseConfig, s.EventBufferSize, s.Adaptive
 }
 
-// The keys of each kind, in the order error messages list them. Adding a
-// key is one line here (and its Spec field): ptr binds a Spring key to a
-// Spec field and, if it has one, to the field of the bulkhead's Config it
-// sets; aliases follow. Keys inside a block are dotted ("adaptive.window").
+// The keys of each kind, in the order error messages list them: a key is
+// one line here (and its Spec field). ptr binds a Spring key to a Spec field
+// and, if it has one, to the field of the bulkhead's Config it sets; aliases
+// follow. Keys inside a block are dotted ("adaptive.window").
 var (
-	semaphoreKind = &kind[SemaphoreSpec, semaphore.Config]{name: "semaphore", defaults: semaphore.DefaultConfig, fields: slices.Concat(
-		[]field[SemaphoreSpec, semaphore.Config]{
-			ptr("maxConcurrentCalls", "MaxConcurrentCalls", integer, func(s *SemaphoreSpec) **int { return &s.MaxConcurrentCalls }, func(c *semaphore.Config) *int { return &c.MaxConcurrentCalls }, "maxConcurrentCall"),
-			ptr("maxWaitDuration", "MaxWaitDuration", duration, func(s *SemaphoreSpec) **time.Duration { return &s.MaxWaitDuration }, func(c *semaphore.Config) *time.Duration { return &c.MaxWaitDuration }, "maxWaitTime"),
-			baseConfig[SemaphoreSpec, semaphore.Config](func(s *SemaphoreSpec) *string { return &s.BaseConfig }),
-			ptr[SemaphoreSpec, semaphore.Config]("eventConsumerBufferSize", "EventBufferSize", integer, func(s *SemaphoreSpec) **int { return &s.EventBufferSize }, nil),
-			ignored[SemaphoreSpec, semaphore.Config]("writableStackTraceEnabled"),
-			ignored[SemaphoreSpec, semaphore.Config]("fairCallHandlingEnabled"),
-			ignored[SemaphoreSpec, semaphore.Config]("tags"),
-		},
-		adaptiveFields[SemaphoreSpec, semaphore.Config](func(s *SemaphoreSpec) **adaptive.Config { return &s.Adaptive }),
-	)}
-	poolKind = &kind[PoolSpec, pool.Config]{name: "pool", defaults: pool.DefaultConfig, fields: slices.Concat(
-		[]field[PoolSpec, pool.Config]{
-			ptr("maxThreadPoolSize", "MaxWorkers", integer, func(s *PoolSpec) **int { return &s.MaxWorkers }, func(c *pool.Config) *int { return &c.MaxWorkers }, "maxWorkers"),
-			ptr[PoolSpec, pool.Config]("coreThreadPoolSize", "CoreWorkers", integer, func(s *PoolSpec) **int { return &s.CoreWorkers }, nil),
-			ptr("queueCapacity", "QueueCapacity", integer, func(s *PoolSpec) **int { return &s.QueueCapacity }, func(c *pool.Config) *int { return &c.QueueCapacity }),
-			ptr("maxWaitDuration", "QueueTimeout", duration, func(s *PoolSpec) **time.Duration { return &s.QueueTimeout }, func(c *pool.Config) *time.Duration { return &c.QueueTimeout }, "queueTimeout"),
-			ptr("keepAliveDuration", "KeepAlive", duration, func(s *PoolSpec) **time.Duration { return &s.KeepAlive }, func(c *pool.Config) *time.Duration { return &c.KeepAlive }, "keepAlive"),
-			baseConfig[PoolSpec, pool.Config](func(s *PoolSpec) *string { return &s.BaseConfig }),
-			ptr[PoolSpec, pool.Config]("eventConsumerBufferSize", "EventBufferSize", integer, func(s *PoolSpec) **int { return &s.EventBufferSize }, nil),
-			ignored[PoolSpec, pool.Config]("writableStackTraceEnabled"),
-			ignored[PoolSpec, pool.Config]("contextPropagators"),
-			ignored[PoolSpec, pool.Config]("tags"),
-		},
-		adaptiveFields[PoolSpec, pool.Config](func(s *PoolSpec) **adaptive.Config { return &s.Adaptive }),
-	)}
+	semaphoreKind = &kind[SemaphoreSpec, semaphore.Config]{name: "semaphore", defaults: semaphore.DefaultConfig, fields: []field[SemaphoreSpec, semaphore.Config]{
+		ptr("maxConcurrentCalls", "MaxConcurrentCalls", integer, func(s *SemaphoreSpec) **int { return &s.MaxConcurrentCalls }, func(c *semaphore.Config) *int { return &c.MaxConcurrentCalls }, "maxConcurrentCall"),
+		ptr("maxWaitDuration", "MaxWaitDuration", duration, func(s *SemaphoreSpec) **time.Duration { return &s.MaxWaitDuration }, func(c *semaphore.Config) *time.Duration { return &c.MaxWaitDuration }, "maxWaitTime"),
+		baseConfig[SemaphoreSpec, semaphore.Config](func(s *SemaphoreSpec) *string { return &s.BaseConfig }),
+		ptr[SemaphoreSpec, semaphore.Config]("eventConsumerBufferSize", "EventBufferSize", integer, func(s *SemaphoreSpec) **int { return &s.EventBufferSize }, nil),
+		ptr[SemaphoreSpec, semaphore.Config]("maxConcurrentCallsPerKey", "MaxConcurrentCallsPerKey", integer, func(s *SemaphoreSpec) **int { return &s.MaxConcurrentCallsPerKey }, nil),
+		ptr[SemaphoreSpec, semaphore.Config]("maxActiveKeys", "MaxActiveKeys", integer, func(s *SemaphoreSpec) **int { return &s.MaxActiveKeys }, nil),
+		{key: "writableStackTraceEnabled"}, {key: "fairCallHandlingEnabled"}, {key: "tags"},
+	}}
+	poolKind = &kind[PoolSpec, pool.Config]{name: "pool", defaults: pool.DefaultConfig, fields: []field[PoolSpec, pool.Config]{
+		ptr("maxThreadPoolSize", "MaxWorkers", integer, func(s *PoolSpec) **int { return &s.MaxWorkers }, func(c *pool.Config) *int { return &c.MaxWorkers }, "maxWorkers"),
+		ptr[PoolSpec, pool.Config]("coreThreadPoolSize", "CoreWorkers", integer, func(s *PoolSpec) **int { return &s.CoreWorkers }, nil),
+		ptr("queueCapacity", "QueueCapacity", integer, func(s *PoolSpec) **int { return &s.QueueCapacity }, func(c *pool.Config) *int { return &c.QueueCapacity }),
+		ptr("maxWaitDuration", "QueueTimeout", duration, func(s *PoolSpec) **time.Duration { return &s.QueueTimeout }, func(c *pool.Config) *time.Duration { return &c.QueueTimeout }, "queueTimeout"),
+		ptr("keepAliveDuration", "KeepAlive", duration, func(s *PoolSpec) **time.Duration { return &s.KeepAlive }, func(c *pool.Config) *time.Duration { return &c.KeepAlive }, "keepAlive"),
+		baseConfig[PoolSpec, pool.Config](func(s *PoolSpec) *string { return &s.BaseConfig }),
+		ptr[PoolSpec, pool.Config]("eventConsumerBufferSize", "EventBufferSize", integer, func(s *PoolSpec) **int { return &s.EventBufferSize }, nil),
+		{key: "writableStackTraceEnabled"}, {key: "contextPropagators"}, {key: "tags"},
+	}}
+	// adaptiveKeys are the keys of an adaptive block, for both kinds.
+	adaptiveKeys = []field[adaptive.Config, struct{}]{
+		leaf("algorithm", str, func(a *adaptive.Config) *string { return &a.Algorithm }),
+		leaf("minLimit", integer, func(a *adaptive.Config) *int { return &a.MinLimit }),
+		leaf("maxLimit", integer, func(a *adaptive.Config) *int { return &a.MaxLimit }),
+		leaf("initialLimit", integer, func(a *adaptive.Config) *int { return &a.InitialLimit }),
+		leaf("window", duration, func(a *adaptive.Config) *time.Duration { return &a.Window }),
+		leaf("minSamples", integer, func(a *adaptive.Config) *int { return &a.MinSamples }),
+		leaf("vegas.alpha", number, func(a *adaptive.Config) *float64 { return &a.Vegas.Alpha }),
+		leaf("vegas.beta", number, func(a *adaptive.Config) *float64 { return &a.Vegas.Beta }),
+		leaf("vegas.noLoadWindow", duration, func(a *adaptive.Config) *time.Duration { return &a.Vegas.NoLoadWindow }),
+		leaf("vegas.backoff", number, func(a *adaptive.Config) *float64 { return &a.Vegas.Backoff }),
+		leaf("gradient2.smoothing", number, func(a *adaptive.Config) *float64 { return &a.Gradient2.Smoothing }),
+		leaf("gradient2.headroom", number, func(a *adaptive.Config) *float64 { return &a.Gradient2.Headroom }),
+		leaf("gradient2.longWindow", integer, func(a *adaptive.Config) *int { return &a.Gradient2.LongWindow }),
+		leaf("gradient2.tolerance", number, func(a *adaptive.Config) *float64 { return &a.Gradient2.Tolerance }),
+		leaf("gradient2.backoff", number, func(a *adaptive.Config) *float64 { return &a.Gradient2.Backoff }),
+		leaf("aimd.increase", number, func(a *adaptive.Config) *float64 { return &a.AIMD.Increase }),
+		leaf("aimd.backoff", number, func(a *adaptive.Config) *float64 { return &a.AIMD.Backoff }),
+		leaf("aimd.slowCall", duration, func(a *adaptive.Config) *time.Duration { return &a.AIMD.SlowCall }),
+		leaf("shadow", boolean, func(a *adaptive.Config) *bool { return &a.Shadow }),
+	}
 )
 
-// adaptiveFields are the keys of an adaptive block, whose Spec field get
-// returns.
-func adaptiveFields[S, C any](get func(*S) **adaptive.Config) []field[S, C] {
-	in := func(s *S) *adaptive.Config {
-		if *get(s) == nil {
-			*get(s) = &adaptive.Config{}
+func init() {
+	semaphoreKind.fields = withAdaptive(semaphoreKind.fields, func(s *SemaphoreSpec) **adaptive.Config { return &s.Adaptive })
+	poolKind.fields = withAdaptive(poolKind.fields, func(s *PoolSpec) **adaptive.Config { return &s.Adaptive })
+	semaphoreKind.fields = withLine(semaphoreKind.fields, func(s *SemaphoreSpec) *Line { return &s.Line }, func(c *semaphore.Config) configLine {
+		return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
+	})
+	poolKind.fields = withLine(poolKind.fields, func(s *PoolSpec) *Line { return &s.Line }, func(c *pool.Config) configLine {
+		return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
+	})
+}
+
+// configLine points at a bulkhead Config's fields of a Line.
+type configLine struct {
+	maxWaiting, threshold *int
+	slack                 *time.Duration
+	order                 *bulkhead.QueueOrder
+	codel                 **bulkhead.CoDel
+}
+
+// queueOrder reads fifo, lifo or adaptiveLifo, in any case.
+var queueOrder = parser[bulkhead.QueueOrder]{"fifo, lifo or adaptiveLifo", func(v *value) (bulkhead.QueueOrder, bool) {
+	s, ok := v.scalar("fifo, lifo or adaptiveLifo")
+	for o := bulkhead.FIFO; ok && o <= bulkhead.AdaptiveLIFO; o++ {
+		if strings.EqualFold(strings.ReplaceAll(s, "-", ""), o.String()) {
+			return o, true
 		}
+	}
+	if ok {
+		v.fail("must be fifo, lifo or adaptiveLifo, got %q", s)
+	}
+	return 0, false
+}}
+
+// withLine appends the line's keys (this library's extensions), in the Spec
+// field get returns, set in the Config fields to returns. Their validity
+// depends on other fields (a wait, a queue), so each is checked on its own
+// (own), and the instance's whole Config once it is resolved.
+func withLine[S, C any](fs []field[S, C], get func(*S) *Line, to func(*C) configLine) []field[S, C] {
+	negative := func(key string, n *int) error {
+		if n != nil && *n < 0 {
+			return fmt.Errorf("%s must be >= 0, got %d", key, *n)
+		}
+		return nil
+	}
+	in := func(s *S) *bulkhead.CoDel {
+		get(s).CoDel = cmp.Or(get(s).CoDel, &bulkhead.CoDel{})
+		return get(s).CoDel
+	}
+	codelKey := func(key string, f func(*bulkhead.CoDel) *time.Duration) field[S, C] {
+		return field[S, C]{key: "codel." + key, goName: "CoDel", want: duration.want, set: func(s *S, v *value) {
+			if x, ok := duration.parse(v); ok {
+				*f(in(s)) = x
+			}
+		}}
+	}
+	waiting := ptr("maxWaitingCalls", "MaxWaitingCalls", integer, func(s *S) **int { return &get(s).MaxWaitingCalls }, func(c *C) *int { return to(c).maxWaiting })
+	waiting.own = func(s S) error { return negative(waiting.key, get(&s).MaxWaitingCalls) }
+	slack := ptr("minDeadlineSlack", "MinDeadlineSlack", duration, func(s *S) **time.Duration { return &get(s).MinDeadlineSlack }, func(c *C) *time.Duration { return to(c).slack })
+	slack.own = func(s S) error {
+		if d := get(&s).MinDeadlineSlack; d != nil && *d < 0 {
+			return fmt.Errorf("minDeadlineSlack must be >= 0, got %v", *d)
+		}
+		return nil
+	}
+	order := ptr("queueOrder", "QueueOrder", queueOrder, func(s *S) **bulkhead.QueueOrder { return &get(s).QueueOrder }, func(c *C) *bulkhead.QueueOrder { return to(c).order })
+	order.own = func(S) error { return nil } // the parser admits only valid orders
+	threshold := ptr("lifoThreshold", "LIFOThreshold", integer, func(s *S) **int { return &get(s).LIFOThreshold }, func(c *C) *int { return to(c).threshold })
+	threshold.own = func(s S) error { return negative(threshold.key, get(&s).LIFOThreshold) }
+	codel := field[S, C]{key: "codel", goName: "CoDel", set: func(s *S, v *value) { in(s) },
+		inherit: func(s *S, b S) { get(s).CoDel = cmp.Or(get(s).CoDel, get(&b).CoDel) },
+		apply: func(s S, c *C) bool {
+			if cd := get(&s).CoDel; cd != nil {
+				x := *cd
+				*to(c).codel = &x
+			}
+			return get(&s).CoDel != nil
+		},
+		own: func(s S) error {
+			if cd := get(&s).CoDel; cd != nil {
+				return cd.Validate()
+			}
+			return nil
+		}}
+	return append(fs, waiting, slack, order, threshold, codel,
+		codelKey("targetDelay", func(c *bulkhead.CoDel) *time.Duration { return &c.Target }),
+		codelKey("interval", func(c *bulkhead.CoDel) *time.Duration { return &c.Interval }))
+}
+
+// withAdaptive appends the adaptive block's keys, in the Spec field get
+// returns.
+func withAdaptive[S, C any](fs []field[S, C], get func(*S) **adaptive.Config) []field[S, C] {
+	in := func(s *S) *adaptive.Config {
+		*get(s) = cmp.Or(*get(s), &adaptive.Config{})
 		return *get(s)
 	}
-	i := func(key string, f func(*adaptive.Config) *int) field[S, C] {
-		return leaf[S, C]("adaptive."+key, integer, func(s *S) *int { return f(in(s)) })
+	fs = append(fs, field[S, C]{key: "adaptive", goName: "Adaptive", set: func(s *S, v *value) { in(s) },
+		inherit: func(s *S, b S) { *get(s) = cmp.Or(*get(s), *get(&b)) }})
+	for _, f := range adaptiveKeys {
+		fs = append(fs, field[S, C]{key: "adaptive." + f.key, goName: "Adaptive", want: f.want, set: func(s *S, v *value) { f.set(in(s), v) }})
 	}
-	d := func(key string, f func(*adaptive.Config) *time.Duration) field[S, C] {
-		return leaf[S, C]("adaptive."+key, duration, func(s *S) *time.Duration { return f(in(s)) })
-	}
-	n := func(key string, f func(*adaptive.Config) *float64) field[S, C] {
-		return leaf[S, C]("adaptive."+key, number, func(s *S) *float64 { return f(in(s)) })
-	}
-	return []field[S, C]{
-		{key: "adaptive", goName: "Adaptive", set: func(s *S, v *value) { in(s) },
-			inherit: func(s *S, b S) { *get(s) = cmp.Or(*get(s), *get(&b)) }},
-		leaf[S, C]("adaptive.algorithm", str, func(s *S) *string { return &in(s).Algorithm }),
-		i("minLimit", func(a *adaptive.Config) *int { return &a.MinLimit }),
-		i("maxLimit", func(a *adaptive.Config) *int { return &a.MaxLimit }),
-		i("initialLimit", func(a *adaptive.Config) *int { return &a.InitialLimit }),
-		d("window", func(a *adaptive.Config) *time.Duration { return &a.Window }),
-		i("minSamples", func(a *adaptive.Config) *int { return &a.MinSamples }),
-		n("vegas.alpha", func(a *adaptive.Config) *float64 { return &a.Vegas.Alpha }),
-		n("vegas.beta", func(a *adaptive.Config) *float64 { return &a.Vegas.Beta }),
-		d("vegas.noLoadWindow", func(a *adaptive.Config) *time.Duration { return &a.Vegas.NoLoadWindow }),
-		n("vegas.backoff", func(a *adaptive.Config) *float64 { return &a.Vegas.Backoff }),
-		n("gradient2.smoothing", func(a *adaptive.Config) *float64 { return &a.Gradient2.Smoothing }),
-		n("gradient2.headroom", func(a *adaptive.Config) *float64 { return &a.Gradient2.Headroom }),
-		i("gradient2.longWindow", func(a *adaptive.Config) *int { return &a.Gradient2.LongWindow }),
-		n("gradient2.tolerance", func(a *adaptive.Config) *float64 { return &a.Gradient2.Tolerance }),
-		n("gradient2.backoff", func(a *adaptive.Config) *float64 { return &a.Gradient2.Backoff }),
-		n("aimd.increase", func(a *adaptive.Config) *float64 { return &a.AIMD.Increase }),
-		n("aimd.backoff", func(a *adaptive.Config) *float64 { return &a.AIMD.Backoff }),
-		d("aimd.slowCall", func(a *adaptive.Config) *time.Duration { return &a.AIMD.SlowCall }),
-		leaf[S, C]("adaptive.shadow", boolean, func(s *S) *bool { return &in(s).Shadow }),
-	}
+	return fs
 }
 
 // spec is what both Spec types offer: BaseConfig, EventBufferSize and
@@ -219,6 +253,7 @@ type field[S, C any] struct {
 	set     func(s *S, v *value) // reads v into s; nil: accepted without effect, with anything below it
 	inherit func(s *S, base S)   // fills s's field from base if unset; nil: not inherited
 	apply   func(s S, c *C) bool // copies the field into c if set; nil: c has no such field
+	own     func(s S) error      // if set, checks the value alone; the whole Config is checked once resolved
 }
 
 // parser reads a value as T, reporting false (and an error on v) if it
@@ -241,19 +276,18 @@ func ptr[S, C, T any](key, goName string, p parser[T], get func(*S) **T, to func
 		f.apply = func(s S, c *C) bool {
 			if p := *get(&s); p != nil {
 				*to(c) = *p
-				return true
 			}
-			return false
+			return *get(&s) != nil
 		}
 	}
 	return f
 }
 
-// leaf is a key inside a block, set in place.
-func leaf[S, C, T any](key string, p parser[T], get func(*S) *T) field[S, C] {
-	return field[S, C]{key: key, goName: "Adaptive", want: p.want, set: func(s *S, v *value) {
+// leaf is a key of a block, set in place.
+func leaf[T any](key string, p parser[T], get func(*adaptive.Config) *T) field[adaptive.Config, struct{}] {
+	return field[adaptive.Config, struct{}]{key: key, want: p.want, set: func(a *adaptive.Config, v *value) {
 		if x, ok := p.parse(v); ok {
-			*get(s) = x
+			*get(a) = x
 		}
 	}}
 }
@@ -268,25 +302,13 @@ func baseConfig[S, C any](get func(*S) *string) field[S, C] {
 	}}
 }
 
-func ignored[S, C any](key string) field[S, C] { return field[S, C]{key: key} }
-
-// Error is the error of an invalid configuration. Its message names the
-// instance or shared configuration, the field and the value.
+// Error is registry.ConfigError.
 type Error struct {
-	// File is the file LoadFile read, or "".
-	File string
-	// Line is the 1-based line in the input, or 0 when the configuration
-	// did not come from a file.
-	Line int
-	// Path locates the problem: a key path such as
-	// "resilience4j.bulkhead.instances.payment.maxConcurrentCalls", or a Go
-	// expression such as `Semaphores["payment"].MaxConcurrentCalls`.
-	Path string
-	// Profile is the profile expression of the document the problem is in
-	// (its spring.config.activate.on-profile), or "".
-	Profile string
-	// Msg says what is wrong.
-	Msg string
+	File    string // the file read, or ""
+	Line    int    // 1-based; 0 for values built in code
+	Path    string // a key path, or a Go expression for values built in code
+	Profile string // the profile expression of the document it is in, or ""
+	Msg     string // names the entry, the field and the value
 }
 
 // Error returns the message with its file, line, path and profile.
@@ -325,39 +347,33 @@ type where struct {
 	line, order              int // order: the file's place among those read
 }
 
-// errList collects Errors and warnings.
+// errList collects Errors, with their file's order, and warnings.
 type errList struct {
-	errs  []*Error
-	order []int // each error's file order, for sorting
+	errs  []ordered
 	warns []string
 }
 
-func (l *errList) add(w where, format string, args ...any) {
-	if len(l.errs) >= 50*maxErrors {
-		return
-	}
-	e := &Error{File: w.file, Line: w.line, Path: w.path, Profile: w.profile, Msg: fmt.Sprintf(format, args...)}
-	for _, old := range l.errs {
-		if *old == *e {
-			return
-		}
-	}
-	l.errs, l.order = append(l.errs, e), append(l.order, w.order)
+type ordered struct {
+	*Error
+	order int
 }
 
-// err returns the errors in file and line order, up to maxErrors, joined.
-func (l *errList) err() error {
-	idx := make([]int, len(l.errs))
-	for i := range idx {
-		idx[i] = i
+func (l *errList) add(w where, format string, args ...any) {
+	e := &Error{File: w.file, Line: w.line, Path: w.path, Profile: w.profile, Msg: fmt.Sprintf(format, args...)}
+	if len(l.errs) < 50*maxErrors && !slices.ContainsFunc(l.errs, func(o ordered) bool { return *o.Error == *e }) {
+		l.errs = append(l.errs, ordered{e, w.order})
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		ea, eb := l.errs[a], l.errs[b]
-		return cmp.Or(cmp.Compare(l.order[a], l.order[b]), cmp.Compare(min(ea.Line, 1), min(eb.Line, 1))*-1, cmp.Compare(ea.Line, eb.Line))
+}
+
+// err returns the errors in file and line order (those with no line after
+// their file's), up to maxErrors, joined.
+func (l *errList) err() error {
+	slices.SortStableFunc(l.errs, func(a, b ordered) int {
+		return cmp.Or(cmp.Compare(a.order, b.order), cmp.Compare(min(b.Line, 1), min(a.Line, 1)), cmp.Compare(a.Line, b.Line))
 	})
-	errs := make([]error, 0, min(len(idx), maxErrors))
-	for _, i := range idx[:min(len(idx), maxErrors)] {
-		errs = append(errs, l.errs[i])
+	var errs []error
+	for _, e := range l.errs[:min(len(l.errs), maxErrors)] {
+		errs = append(errs, e.Error)
 	}
 	return errors.Join(errs...)
 }
@@ -368,43 +384,20 @@ type locator interface {
 	locate(k string, shared bool, name, key string) where
 }
 
-// goLocator describes values built in code.
+// goLocator describes values built in code: Pools["mail"].KeepAlive.
 type goLocator struct{}
 
 func (goLocator) locate(k string, shared bool, name, key string) where {
-	p := map[string]string{"semaphore": "Semaphore", "pool": "Pool"}[k] + "s"
-	if shared {
-		p = strings.TrimSuffix(p, "s") + "Configs"
-	}
-	p += "[" + strconv.Quote(name) + "]"
+	p := map[string]string{"semaphore": "Semaphore", "pool": "Pool"}[k] + map[bool]string{true: "Configs", false: "s"}[shared] + "[" + strconv.Quote(name) + "]"
 	if key != "" {
-		key = goName(k, key)
+		key = map[string]string{"semaphore": semaphoreKind.goName(key), "pool": poolKind.goName(key)}[k]
 		p += "." + key
 	}
 	return where{path: p, key: key}
 }
 
-func goName(k, key string) string {
-	if k == "pool" {
-		return fieldGoName(poolKind.fields, key)
-	}
-	return fieldGoName(semaphoreKind.fields, key)
-}
-
-func fieldGoName[S, C any](fs []field[S, C], key string) string {
-	for _, f := range fs {
-		if f.key == key {
-			return f.goName
-		}
-	}
-	return key
-}
-
 func section(k string, shared bool) string {
-	if shared {
-		return k + " config"
-	}
-	return k + " instance"
+	return k + map[bool]string{true: " config", false: " instance"}[shared]
 }
 
 // Resolved is a valid Config with its shared configurations' chains
@@ -417,13 +410,12 @@ type Resolved struct {
 
 // Extra is what a configuration gives a bulkhead besides its Config.
 type Extra struct {
-	Buffer   int              // event buffer size
-	Adaptive *adaptive.Config // nil: no controller
+	Buffer   int                    // event buffer size
+	Adaptive *adaptive.Config       // nil: no controller
+	Keyed    *semaphore.KeyedConfig // a keyed semaphore's config; nil: not keyed
 }
 
-// Validate checks every value through semaphore.Config.Validate and
-// pool.Config.Validate, the event buffer sizes, the names, and every
-// BaseConfig reference (unknown names and cycles are errors). The error
+// Validate checks every value, name and BaseConfig reference; the error
 // joins one *Error per problem.
 func (c Config) Validate() error {
 	_, err := Resolve(c)
@@ -442,7 +434,7 @@ func Resolve(c Config) (*Resolved, error) {
 
 func resolve(c Config, l *errList, loc locator) *Resolved {
 	return &Resolved{cfg: c,
-		sem:  semaphoreKind.compile(c.SemaphoreConfigs, c.Semaphores, l, loc, nil),
+		sem:  semaphoreKind.compile(c.SemaphoreConfigs, c.Semaphores, l, loc, checkKeyed),
 		pool: poolKind.compile(c.PoolConfigs, c.Pools, l, loc, checkCore)}
 }
 
@@ -450,7 +442,12 @@ func resolve(c Config, l *errList, loc locator) *Resolved {
 // it.
 func (r *Resolved) Semaphore(name string) (semaphore.Config, Extra, bool) {
 	s, ok := r.cfg.Semaphores[name]
-	c, x := semaphoreKind.build(semaphoreKind.instance(r.sem, s))
+	s = semaphoreKind.instance(r.sem, s)
+	c, x := semaphoreKind.build(s)
+	if s.MaxConcurrentCallsPerKey != nil {
+		x.Keyed = &semaphore.KeyedConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxActiveKeys: *cmp.Or(s.MaxActiveKeys, new(0)),
+			PerKey: semaphore.Config{MaxConcurrentCalls: *s.MaxConcurrentCallsPerKey, MaxWaitDuration: c.MaxWaitDuration}}
+	}
 	return c, x, ok
 }
 
@@ -461,28 +458,19 @@ func (r *Resolved) Pool(name string) (pool.Config, Extra, bool) {
 	return c, x, ok
 }
 
-// Names returns the instances of c of kind k ("semaphore" or "pool"),
-// sorted.
-func (c Config) names(pools bool) []string {
-	if pools {
-		return slices.Sorted(maps.Keys(c.Pools))
-	}
-	return slices.Sorted(maps.Keys(c.Semaphores))
-}
-
 // Semaphores returns the semaphore instances r lists, sorted.
-func (r *Resolved) Semaphores() []string { return r.cfg.names(false) }
+func (r *Resolved) Semaphores() []string { return slices.Sorted(maps.Keys(r.cfg.Semaphores)) }
 
 // Pools returns the pool instances r lists, sorted.
-func (r *Resolved) Pools() []string { return r.cfg.names(true) }
+func (r *Resolved) Pools() []string { return slices.Sorted(maps.Keys(r.cfg.Pools)) }
 
 // Config returns the configuration r was resolved from.
 func (r *Resolved) Config() Config { return r.cfg }
 
 // checkCore refuses a core size above the maximum, as Spring does; a core
 // size alone has no effect here, which Load reports as a warning.
-func checkCore(s PoolSpec, c pool.Config, l *errList, loc locator, name string) {
-	if s.CoreWorkers == nil {
+func checkCore(s PoolSpec, c pool.Config, l *errList, loc locator, shared bool, name string) {
+	if s.CoreWorkers == nil || shared {
 		return
 	}
 	w := loc.locate("pool", false, name, "coreThreadPoolSize")
@@ -492,6 +480,33 @@ func checkCore(s PoolSpec, c pool.Config, l *errList, loc locator, name string) 
 	case s.MaxWorkers == nil:
 		l.warns = append(l.warns, fmt.Sprintf("pool instance %q: %s %d has no effect: a Go pool starts workers on demand up to maxThreadPoolSize, which is unset here and defaults to %d (GOMAXPROCS) (at %s)",
 			name, w.key, *s.CoreWorkers, c.MaxWorkers, w.path))
+	}
+}
+
+func (k *kind[S, C]) goName(key string) string {
+	if i := slices.IndexFunc(k.fields, func(f field[S, C]) bool { return f.key == key }); i >= 0 {
+		return k.fields[i].goName
+	}
+	return key
+}
+
+// checkKeyed checks the keys that make a semaphore keyed, this library's
+// extension: maxConcurrentCalls is then the total.
+func checkKeyed(s SemaphoreSpec, _ semaphore.Config, l *errList, loc locator, shared bool, name string) {
+	fail := func(key, format string, args ...any) {
+		w := loc.locate("semaphore", shared, name, key)
+		l.add(w, "%s %q: %s "+format, append([]any{section("semaphore", shared), name, w.key}, args...)...)
+	}
+	switch per := s.MaxConcurrentCallsPerKey; {
+	case per == nil && s.MaxActiveKeys != nil:
+		fail("maxActiveKeys", "has no effect without maxConcurrentCallsPerKey")
+	case per == nil:
+	case *per < 1 || *per > semaphore.MaxLimit:
+		fail("maxConcurrentCallsPerKey", "must be between 1 and %d, got %d", semaphore.MaxLimit, *per)
+	case s.MaxActiveKeys != nil && *s.MaxActiveKeys < 0:
+		fail("maxActiveKeys", "must be >= 0 (0 means 65536), got %d", *s.MaxActiveKeys)
+	case s.Adaptive != nil:
+		fail("adaptive", "is not supported on a keyed semaphore (one with maxConcurrentCallsPerKey)")
 	}
 }
 
@@ -517,6 +532,18 @@ func (k *kind[S, C]) build(s S) (C, Extra) {
 	return c, Extra{Buffer: *cmp.Or(buf, new(defaultBuffer)), Adaptive: ad}
 }
 
+// validWithout reports whether s's Config is valid without the fields
+// checked on their own (whose errors check reports).
+func (k *kind[S, C]) validWithout(s S) bool {
+	c := k.defaults()
+	for _, f := range k.fields {
+		if f.own == nil && f.apply != nil {
+			f.apply(s, &c)
+		}
+	}
+	return c.Validate() == nil
+}
+
 // instance resolves an instance's spec (listed or not) over its base.
 func (k *kind[S, C]) instance(res map[string]S, s S) S {
 	b, _, _ := s.common()
@@ -526,15 +553,19 @@ func (k *kind[S, C]) instance(res map[string]S, s S) S {
 	return s
 }
 
-func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc locator, final func(S, C, *errList, locator, string)) map[string]S {
-	for _, shared := range []bool{true, false} {
-		m := map[bool]map[string]S{true: configs, false: instances}[shared]
-		for _, name := range slices.Sorted(maps.Keys(m)) {
-			k.check(m[name], l, loc, shared, name)
-		}
+func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc locator, final func(S, C, *errList, locator, bool, string)) map[string]S {
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		k.check(configs[name], l, loc, true, name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(instances)) {
+		k.check(instances[name], l, loc, false, name)
 	}
 	names := sync.OnceValue(func() string { return known(configs) }) // once: it sorts
 	res := k.resolve(configs, names, l, loc)
+	for _, name := range slices.Sorted(maps.Keys(res)) {
+		c, _ := k.build(res[name])
+		final(res[name], c, l, loc, true, name)
+	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
 		s := instances[name]
 		if b, _, _ := s.common(); b != "" {
@@ -547,11 +578,20 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 				continue // its chain is broken: reported there
 			}
 		}
-		if final != nil {
-			full := k.instance(res, s)
-			c, _ := k.build(full)
-			final(full, c, l, loc, name)
+		full := k.instance(res, s)
+		c, _ := k.build(full)
+		if err := c.Validate(); err != nil && k.validWithout(full) {
+			// The fields checked on their own are at fault together: point
+			// at the first of them the instance sets.
+			key := ""
+			for _, f := range k.fields {
+				if tmp := k.defaults(); key == "" && f.own != nil && f.apply != nil && f.apply(s, &tmp) {
+					key = f.key
+				}
+			}
+			l.add(loc.locate(k.name, false, name, key), "%s %q: %s", section(k.name, false), name, err)
 		}
+		final(full, c, l, loc, false, name)
 	}
 	return res
 }
@@ -569,10 +609,16 @@ func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name strin
 	}
 	for _, f := range k.fields {
 		c := k.defaults()
-		if f.apply == nil || !f.apply(s, &c) {
+		var err error
+		switch {
+		case f.own != nil:
+			err = f.own(s)
+		case f.apply == nil || !f.apply(s, &c):
 			continue
+		default:
+			err = c.Validate()
 		}
-		if err := c.Validate(); err != nil {
+		if err != nil {
 			w := loc.locate(k.name, shared, name, f.key)
 			msg := err.Error()
 			if !strings.HasPrefix(normalize(msg), normalize(w.key)) {
@@ -604,70 +650,50 @@ func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name strin
 // resolve merges every shared configuration over its chain, each one once,
 // so that the work is linear in the number of configurations however long
 // the chains. Configurations on a cycle or naming an unknown base are
-// reported and left out.
+// reported (a cycle once, at its first member) and left out.
 func (k *kind[S, C]) resolve(configs map[string]S, names func() string, l *errList, loc locator) map[string]S {
 	res := make(map[string]S, len(configs))
-	const (
-		unseen = iota
-		onPath
-		done
-	)
+	const onPath, done = 1, 2
 	state := make(map[string]int, len(configs))
 	sec := section(k.name, true)
-	baseOf := func(name string) string {
-		if b, _, _ := configs[name].common(); b != "" {
-			return b
-		}
-		if _, ok := configs[defaultName]; ok && name != defaultName {
-			return defaultName
-		}
-		return ""
-	}
-	for _, start := range slices.Sorted(maps.Keys(configs)) {
-		var path []string
-		cur := start
-		for cur != "" && state[cur] == unseen {
-			if _, ok := configs[cur]; !ok {
-				break
-			}
-			state[cur] = onPath
-			path = append(path, cur)
-			cur = baseOf(cur)
-		}
-		ok := true
-		switch {
-		case cur == "":
-		case state[cur] == onPath:
-			// A cycle from cur to the end of path: report it once, at its
-			// first member in path order.
-			i := slices.Index(path, cur)
-			cycle := append(slices.Clone(path[i:min(len(path), i+maxReportedName)]), cur)
+	var visit func(name string, path []string) bool
+	visit = func(name string, path []string) bool {
+		switch _, listed := configs[name]; {
+		case state[name] == done:
+			_, ok := res[name]
+			return ok
+		case state[name] == onPath:
+			i := slices.Index(path, name)
+			cycle := append(slices.Clone(path[i:min(len(path), i+maxReportedName)]), name)
 			if len(path)-i > maxReportedName {
-				cycle[len(cycle)-1] = "... -> " + cur
+				cycle[len(cycle)-1] = "... -> " + name
 			}
 			w := loc.locate(k.name, true, path[i], "baseConfig")
 			l.add(w, "%s %q: %s makes a cycle: %s", sec, path[i], w.key, strings.Join(cycle, " -> "))
-			ok = false
-		case state[cur] == done:
-			_, ok = res[cur]
-		default: // unknown name
+			return false
+		case !listed:
 			last := path[len(path)-1]
 			w := loc.locate(k.name, true, last, "baseConfig")
-			l.add(w, "%s %q: %s names %q, which is not a known config (known: %s)", sec, last, w.key, cur, names())
-			ok = false
+			l.add(w, "%s %q: %s names %q, which is not a known config (known: %s)", sec, last, w.key, name, names())
+			return false
 		}
-		for i := len(path) - 1; i >= 0; i-- {
-			name := path[i]
-			state[name] = done
-			if !ok {
-				continue
-			}
-			s := configs[name]
-			if b := baseOf(name); b != "" {
+		state[name] = onPath
+		s := configs[name]
+		b, _, _ := s.common()
+		if _, ok := configs[defaultName]; b == "" && ok && name != defaultName {
+			b = defaultName
+		}
+		ok := b == "" || visit(b, append(path, name))
+		if state[name] = done; ok {
+			if b != "" {
 				s = k.over(s, res[b])
 			}
 			res[name] = s
 		}
+		return ok
+	}
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		visit(name, nil)
 	}
 	return res
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"regexp"
@@ -12,42 +13,37 @@ import (
 var (
 	errDuration = errors.New("not a duration")
 	errRange    = errors.New("duration out of range")
+	// goDuration matches (unsigned, lower case) what time.ParseDuration
+	// reads, whatever its size; isoDuration what java.time.Duration writes.
+	goDuration  = regexp.MustCompile(`^((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
+	isoDuration = regexp.MustCompile(`(?i)^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(?:[.,](\d{1,9}))?S)?)?$`)
 )
 
-// parseDuration reads a duration the way the YAML loader accepts it: a bare
-// integer is milliseconds (Spring's convention, "0" included), a string
-// starting with P (after an optional sign) is ISO-8601 as java.time.Duration
-// writes it (PT2S, PT0.5S, P1DT2H), "<n>d" is days (Spring's simple format),
-// and anything else is Go syntax (500ms, 1m30s), with units in any case as
-// Spring accepts them (500MS, 2S). It does not judge the sign: a negative
-// result is returned for the caller to refuse. A duration too large for
+// parseDuration reads a duration as the loader accepts it: a bare integer
+// is milliseconds (Spring's convention), P... is ISO-8601 (PT2S, P1DT2H),
+// "<n>d" is days, anything else Go syntax with units in any case (500ms,
+// 2S). A negative result is the caller's to refuse; one too large for
 // time.Duration fails with errRange.
 func parseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
-	body := s
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		body = s[1:]
+	body := strings.TrimLeft(s, "+-")
+	if len(s)-len(body) > 1 || body == "" {
+		return 0, errDuration
 	}
 	var d time.Duration
 	var err error
 	switch last := len(body) - 1; {
-	case body == "":
-		return 0, errDuration
 	case allDigits(body):
 		d, err = times(body, time.Millisecond)
 	case body[0] == 'P' || body[0] == 'p':
-		d, err = parseISO(body[1:])
+		d, err = parseISO(body)
 	case (body[last] == 'd' || body[last] == 'D') && allDigits(body[:last]):
 		d, err = times(body[:last], 24*time.Hour)
 	default:
-		if d, err = time.ParseDuration(s); err == nil {
-			return d, nil
-		}
-		// Spring reads units in any case; Go only in lower case.
 		if d, err = time.ParseDuration(strings.ToLower(s)); err == nil {
 			return d, nil
 		}
-		if goDurationSyntax.MatchString(strings.ToLower(body)) {
+		if goDuration.MatchString(strings.ToLower(body)) {
 			return 0, errRange
 		}
 		return 0, errDuration
@@ -67,65 +63,22 @@ func times(n string, unit time.Duration) (time.Duration, error) {
 	return time.Duration(v) * unit, nil
 }
 
-// goDurationSyntax matches (unsigned, lower case) what time.ParseDuration
-// reads, whatever its size: numbers, each with a unit.
-var goDurationSyntax = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*$`)
+func allDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
-func allDigits(s string) bool { return s != "" && leadingDigits(s) == len(s) }
-
-func leadingDigits(s string) int {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return i
-}
-
-// parseISO reads the part of an ISO-8601 duration after "P":
-// [nD][T[nH][nM][n[.f]S]], each unit at most once and in that order.
+// parseISO reads an ISO-8601 duration: P[nD][T[nH][nM][n[.f]S]].
 func parseISO(s string) (time.Duration, error) {
+	m := isoDuration.FindStringSubmatch(s)
+	if m == nil || strings.Join(m[1:], "") == "" || strings.ContainsAny(s[len(s)-1:], "Tt") {
+		return 0, errDuration
+	}
+	m[5] = (m[5] + "000000000")[:9] // nanoseconds
 	var total time.Duration
-	inTime, rank := false, 0
-	for s != "" {
-		if s[0] == 'T' || s[0] == 't' {
-			if inTime || len(s) == 1 {
-				return 0, errDuration
-			}
-			inTime, s = true, s[1:]
-			continue
-		}
-		i := leadingDigits(s)
-		n, frac := s[:i], ""
-		if i < len(s) && (s[i] == '.' || s[i] == ',') {
-			j := i + 1 + leadingDigits(s[i+1:])
-			frac, i = s[i+1:j], j
-			if frac == "" || len(frac) > 9 {
-				return 0, errDuration
-			}
-		}
-		if n == "" || i == len(s) {
-			return 0, errDuration
-		}
-		u := s[i] | 0x20 // lower case
-		s = s[i+1:]
-		r := strings.IndexByte("dhms", u) + 1 // 0 for another letter
-		if r <= rank || (r == 1) == inTime || (frac != "" && u != 's') {
-			return 0, errDuration
-		}
-		rank = r
-		v, err := times(n, [...]time.Duration{24 * time.Hour, time.Hour, time.Minute, time.Second}[r-1])
-		var f time.Duration
-		if frac != "" {
-			x, _ := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
-			f = time.Duration(x)
-		}
-		if err != nil || v > math.MaxInt64-total-f {
+	for i, unit := range []time.Duration{24 * time.Hour, time.Hour, time.Minute, time.Second, 1} {
+		v, err := times(cmp.Or(m[i+1], "0"), unit)
+		if err != nil || v > math.MaxInt64-total {
 			return 0, errRange
 		}
-		total += v + f
-	}
-	if rank == 0 {
-		return 0, errDuration
+		total += v
 	}
 	return total, nil
 }

@@ -27,7 +27,7 @@ func Load(data []byte, file string, env Env) (Config, error) {
 	}
 	ld := newLoader(env)
 	docs := readYAML(data, file, 0, &ld.l)
-	return ld.finish(docs, nil)
+	return ld.finish(docs, ld.profiles(docs))
 }
 
 // LoadFile reads the file at path (YAML, or .properties by its extension)
@@ -35,61 +35,50 @@ func Load(data []byte, file string, env Env) (Config, error) {
 // extension, in .yaml, .yml and .properties, later over earlier, as Spring
 // orders them). It returns the configuration and every file it read.
 func LoadFile(path string, env Env) (Config, []Source, error) {
-	main, err := readSource(path)
-	if err != nil {
+	ld := newLoader(env)
+	var srcs []Source
+	var docs []*document
+	read := func(path, profile string) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("registry: %w", err)
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+		if err != nil {
+			return fmt.Errorf("registry: reading %s: %w", path, err)
+		} else if len(data) > MaxFileSize {
+			return &Error{File: path, Msg: fmt.Sprintf("the configuration is larger than %d bytes", MaxFileSize)}
+		}
+		srcs = append(srcs, Source{path, data})
+		read := readYAML
+		if filepath.Ext(path) == ".properties" {
+			read = readProperties
+		}
+		for _, d := range read(data, path, len(srcs)-1, &ld.l) {
+			d.fileProfile = profile
+			docs = append(docs, d)
+		}
+		return nil
+	}
+	if err := read(path, ""); err != nil {
 		return Config{}, nil, err
 	}
-	ld := newLoader(env)
-	srcs := []Source{main}
-	docs := ld.read(main, 0)
 	profiles := ld.profiles(docs)
-	ext := filepath.Ext(path)
-	stem := strings.TrimSuffix(path, ext)
+	stem := strings.TrimSuffix(path, filepath.Ext(path))
 	for _, p := range profiles {
 		if strings.ContainsAny(p, `/\`) || p == ".." {
 			ld.l.add(where{file: path}, "profile %q cannot name a file beside %s", p, filepath.Base(path))
 			continue
 		}
 		for _, e := range []string{".yaml", ".yml", ".properties"} {
-			src, err := readSource(stem + "-" + p + e)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
+			if err := read(stem+"-"+p+e, p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return Config{}, nil, err
-			}
-			srcs = append(srcs, src)
-			for _, d := range ld.read(src, len(srcs)-1) {
-				d.fileProfile = p
-				docs = append(docs, d)
 			}
 		}
 	}
 	cfg, err := ld.finish(docs, profiles)
 	return cfg, srcs, err
-}
-
-func readSource(path string) (Source, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Source{}, fmt.Errorf("registry: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return Source{}, fmt.Errorf("registry: reading %s: %w", path, err)
-	}
-	if len(data) > MaxFileSize {
-		return Source{}, &Error{File: path, Msg: fmt.Sprintf("the configuration is larger than %d bytes", MaxFileSize)}
-	}
-	return Source{Name: path, Data: data}, nil
-}
-
-func (ld *loader) read(src Source, order int) []*document {
-	if filepath.Ext(src.Name) == ".properties" {
-		return readProperties(src.Data, src.Name, order, &ld.l)
-	}
-	return readYAML(src.Data, src.Name, order, &ld.l)
 }
 
 // docProfile reads a document's activation (spring.config.activate.on-profile
@@ -123,10 +112,8 @@ func (ld *loader) profiles(docs []*document) []string {
 			active = a
 		}
 	}
-	var list string
-	if v, ok := ld.env("SPRING_PROFILES_ACTIVE"); ok && strings.TrimSpace(v) != "" {
-		list = v
-	} else {
+	list, ok := ld.env("SPRING_PROFILES_ACTIVE")
+	if !ok || strings.TrimSpace(list) == "" {
 		var vals []string
 		for _, p := range active {
 			if v, err := ld.expand(p.value, nil); err != nil {
@@ -150,26 +137,19 @@ func (ld *loader) profiles(docs []*document) []string {
 }
 
 // finish selects the documents the active profiles activate, resolves
-// precedence and binds the result. profiles is nil for Load (one file,
-// whose profiles are still read).
+// precedence and binds the result.
 func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
-	if profiles == nil {
-		profiles = ld.profiles(docs)
-	}
 	var active []*document
 	for _, d := range docs {
-		if d.profile == "" && d.fileProfile == "" {
-			active = append(active, d)
-			continue
+		if d.profile != "" || d.fileProfile != "" {
+			for _, p := range docProfile(d) {
+				ld.l.add(p.where(), "spring.profiles.active is not allowed in a profile-specific document or file (Spring refuses it too); set it in a document without spring.config.activate.on-profile")
+			}
 		}
-		for _, p := range docProfile(d) {
-			ld.l.add(p.where(), "spring.profiles.active is not allowed in a profile-specific document or file (Spring refuses it too); set it in a document without spring.config.activate.on-profile")
+		ok, err := true, error(nil)
+		if d.profile != "" {
+			ok, err = matches(d.profile, profiles)
 		}
-		if d.profile == "" {
-			active = append(active, d)
-			continue
-		}
-		ok, err := matches(d.profile, profiles)
 		if err != nil {
 			ld.l.add(where{file: d.file, order: d.order, line: d.line, profile: d.profile}, "spring.config.activate.on-profile: %s", err)
 		}
@@ -185,7 +165,8 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 	for _, d := range active {
 		ld.bindDoc(d)
 	}
-	ld.bindAll()
+	ld.cfg.SemaphoreConfigs, ld.cfg.Semaphores = ld.sem.bind(ld)
+	ld.cfg.PoolConfigs, ld.cfg.Pools = ld.pool.bind(ld)
 	if len(ld.l.errs) == 0 && len(ld.cfg.SemaphoreConfigs)+len(ld.cfg.Semaphores)+len(ld.cfg.PoolConfigs)+len(ld.cfg.Pools) == 0 {
 		msg := "the file configures no bulkhead: expected resilience4j.bulkhead or resilience4j.thread-pool-bulkhead with configs or instances"
 		if ld.hint != "" {
@@ -202,18 +183,15 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 }
 
 // matches reports whether a Spring profile expression holds for the active
-// profiles: names, !, & and | (not mixed without parentheses), and
-// commas between alternatives.
+// profiles: names, !, & and | (not mixed without parentheses), and commas
+// between alternatives.
 func matches(expr string, active []string) (bool, error) {
 	any := false
 	for part := range strings.SplitSeq(expr, ",") {
-		p := &exprParser{active: active}
-		for _, f := range strings.Fields(strings.NewReplacer("(", " ( ", ")", " ) ", "&", " & ", "|", " | ", "!", " ! ").Replace(part)) {
-			p.toks = append(p.toks, f)
-		}
-		v, err := p.expr()
-		if err == nil && p.pos < len(p.toks) {
-			err = fmt.Errorf("unexpected %q", p.toks[p.pos])
+		toks := strings.Fields(strings.NewReplacer("(", " ( ", ")", " ) ", "&", " & ", "|", " | ", "!", " ! ").Replace(part))
+		v, rest, err := profileExpr(toks, active)
+		if err == nil && len(rest) > 0 {
+			err = fmt.Errorf("unexpected %q", rest[0])
 		}
 		if err != nil {
 			return false, fmt.Errorf("malformed profile expression %q: %w", expr, err)
@@ -223,53 +201,43 @@ func matches(expr string, active []string) (bool, error) {
 	return any, nil
 }
 
-type exprParser struct {
-	toks   []string
-	pos    int
-	active []string
-}
-
-func (p *exprParser) next() string {
-	if p.pos < len(p.toks) {
-		p.pos++
-		return p.toks[p.pos-1]
-	}
-	return ""
-}
-
-func (p *exprParser) expr() (bool, error) {
-	v, err := p.unary()
+// profileExpr reads operands joined by one of & and |, from toks.
+func profileExpr(toks, active []string) (bool, []string, error) {
+	v, toks, err := profileUnary(toks, active)
 	op := ""
-	for err == nil && p.pos < len(p.toks) && (p.toks[p.pos] == "&" || p.toks[p.pos] == "|") {
-		if t := p.next(); op != "" && t != op {
-			return false, errors.New("mix & and | only with parentheses")
-		} else {
-			op = t
+	for err == nil && len(toks) > 0 && (toks[0] == "&" || toks[0] == "|") {
+		if op != "" && toks[0] != op {
+			return false, nil, errors.New("mix & and | only with parentheses")
 		}
 		var w bool
-		if w, err = p.unary(); op == "&" {
-			v = v && w
-		} else {
-			v = v || w
-		}
+		op = toks[0]
+		w, toks, err = profileUnary(toks[1:], active)
+		v = map[bool]bool{true: v && w, false: v || w}[op == "&"]
 	}
-	return v, err
+	return v, toks, err
 }
 
-func (p *exprParser) unary() (bool, error) {
-	switch t := p.next(); t {
+func profileUnary(toks, active []string) (bool, []string, error) {
+	t := ""
+	if len(toks) > 0 {
+		t = toks[0]
+	}
+	switch t {
 	case "!":
-		v, err := p.unary()
-		return !v, err
+		v, rest, err := profileUnary(toks[1:], active)
+		return !v, rest, err
 	case "(":
-		v, err := p.expr()
-		if err == nil && p.next() != ")" {
+		v, rest, err := profileExpr(toks[1:], active)
+		if err == nil && (len(rest) == 0 || rest[0] != ")") {
 			err = errors.New("missing )")
 		}
-		return v, err
+		if err != nil {
+			return false, nil, err
+		}
+		return v, rest[1:], nil
 	case "", ")", "&", "|":
-		return false, errors.New("a profile name is missing")
+		return false, nil, errors.New("a profile name is missing")
 	default:
-		return slices.Contains(p.active, t), nil
+		return slices.Contains(active, t), toks[1:], nil
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -18,13 +19,11 @@ const (
 	// extraVisits is how many keys, values and list items a file may hold
 	// beyond one per byte: aliases and merge keys may make the loader read
 	// a part of the file again, and this bounds how often.
-	extraVisits = 10000
-	// maxMergeDepth bounds merge keys (<<) inside merged mappings.
-	maxMergeDepth = 32
+	extraVisits   = 10000
+	maxMergeDepth = 32 // merge keys (<<) inside merged mappings
 )
 
-// seg is one segment of a flattened key, as written, with the line of the
-// key it comes from.
+// seg is one segment of a flattened key, as written, with its key's line.
 type seg struct {
 	name  string
 	line  int
@@ -55,14 +54,24 @@ func (p *prop) where() where {
 	return where{file: p.doc.file, order: p.doc.order, line: p.line(), path: joinSegs(p.segs), profile: p.doc.profile}
 }
 
+// at is the place of p's n-th segment.
+func (p *prop) at(n int) where {
+	w := p.where()
+	w.line, w.path = p.segs[n].line, joinSegs(p.segs[:n+1])
+	return w
+}
+
+func (p *prop) fail(ld *loader, n int, format string, args ...any) {
+	ld.l.add(p.at(n), format, args...)
+}
+
 // document is one YAML document or one part of a .properties file.
 type document struct {
-	file    string
-	order   int    // the file's place among those read
-	profile string // the profile expression that activates it, or ""
-	// fileProfile is the profile of the profile file it is in, or "".
-	fileProfile string
-	line        int // of that expression
+	file        string
+	order       int    // the file's place among those read
+	profile     string // the profile expression that activates it, or ""
+	fileProfile string // the profile of the profile file it is in, or ""
+	line        int    // of that expression
 	props       []prop
 }
 
@@ -70,25 +79,19 @@ type document struct {
 // [n] is a list index and [a.b] a key with dots in it.
 func splitKey(k string, line int, out []seg) []seg {
 	for {
-		if strings.HasPrefix(k, "[") {
-			if j := strings.IndexByte(k, ']'); j > 0 {
-				name := k[1:j]
-				out = append(out, seg{name: name, line: line, index: allDigits(name)})
-				if k = strings.TrimPrefix(k[j+1:], "."); k == "" {
-					return out
-				}
-				continue
+		if j := strings.IndexByte(k, ']'); strings.HasPrefix(k, "[") && j > 0 {
+			out = append(out, seg{name: k[1:j], line: line, index: allDigits(k[1:j])})
+			if k = strings.TrimPrefix(k[j+1:], "."); k == "" {
+				return out
 			}
+			continue
 		}
 		i := strings.IndexAny(k, ".[")
 		if i < 0 {
 			return append(out, seg{name: k, line: line})
 		}
 		out = append(out, seg{name: k[:i], line: line})
-		if k[i] == '.' {
-			i++
-		}
-		k = k[i:]
+		k = strings.TrimPrefix(k[i:], ".")
 	}
 }
 
@@ -106,11 +109,11 @@ func readYAML(data []byte, file string, order int, l *errList) []*document {
 	f := &flattener{l: l, visits: len(data) + extraVisits}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*document
-	for {
+	for f.visits >= 0 {
 		var root yaml.Node
 		err := dec.Decode(&root)
 		if errors.Is(err, io.EOF) {
-			return docs
+			break
 		}
 		if err != nil {
 			w, msg := where{file: file, order: order}, strings.TrimPrefix(err.Error(), "yaml: ")
@@ -131,25 +134,22 @@ func readYAML(data []byte, file string, order int, l *errList) []*document {
 		if len(root.Content) == 0 {
 			continue
 		}
-		n := f.deref(root.Content[0], nil)
-		switch {
+		switch n := f.deref(root.Content[0], nil); {
 		case n == nil || isNull(n):
-		case n.Kind != yaml.MappingNode:
+		case n.Kind == yaml.MappingNode:
+			f.mapping(n, nil, false, 0)
+		default:
 			hint := ""
 			if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "=") {
 				hint = " (only YAML is read here: LoadFile reads an application.properties file by its extension)"
 			}
 			l.add(where{file: file, order: order, line: n.Line}, "the top level of the file must be a mapping of keys to values, got %s%s", describe(n), hint)
-		default:
-			f.mapping(n, nil, false, 0)
-		}
-		if f.visits < 0 {
-			return docs
 		}
 	}
+	return docs
 }
 
-// fail reports a problem at n, under the flattened key path.
+// fail reports a problem at line, under the flattened key path.
 func (f *flattener) fail(line int, path []seg, format string, args ...any) {
 	f.l.add(where{file: f.doc.file, order: f.doc.order, line: line, path: joinSegs(path), profile: f.doc.profile}, format, args...)
 }
@@ -157,8 +157,7 @@ func (f *flattener) fail(line int, path []seg, format string, args ...any) {
 // visit spends one unit of the budget, reporting false (once, with an
 // error) when it is spent.
 func (f *flattener) visit(line int, path []seg) bool {
-	f.visits--
-	if f.visits == -1 {
+	if f.visits--; f.visits == -1 {
 		f.fail(line, path, "aliases and merge keys expand the file beyond what it may hold (one key, value or list item per byte plus %d)", extraVisits)
 	}
 	return f.visits >= 0
@@ -264,13 +263,29 @@ func (f *flattener) collect(n *yaml.Node, path []seg, out *[]pair, seen map[stri
 }
 
 func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
+	if n.Kind == yaml.ScalarNode {
+		return strconv.Quote(n.Value)
 	}
-	return strconv.Quote(n.Value)
+	return map[bool]string{true: "a mapping", false: "a list"}[n.Kind == yaml.MappingNode]
+}
+
+// what describes the entry a flattened key is in, for errors found while
+// reading the file: `semaphore instance "a"`, or the key.
+func what(path []seg) string {
+	s := path
+	if len(s) > 0 && normalize(s[0].name) == "resilience4j" {
+		s = s[1:]
+	}
+	if len(s) >= 3 {
+		k := map[string]string{"bulkhead": "semaphore", "threadpoolbulkhead": "pool"}[normalize(s[0].name)]
+		if c := normalize(s[1].name); k != "" && (c == "configs" || c == "instances" || c == "backends") {
+			return fmt.Sprintf("%s %q", section(k, c == "configs"), s[2].name)
+		}
+	}
+	if len(path) == 0 {
+		return "the top level of the file"
+	}
+	return joinSegs(path)
 }
 
 // readProperties reads a .properties file as java.util.Properties does;
@@ -279,8 +294,9 @@ func readProperties(data []byte, file string, order int, l *errList) []*document
 	doc := &document{file: file, order: order}
 	docs := []*document{doc}
 	lines := strings.Split(string(data), "\n")
+	trim := func(i int) string { return strings.TrimLeft(strings.TrimSuffix(lines[i], "\r"), " \t\f") }
 	for i := 0; i < len(lines); i++ {
-		line, start := strings.TrimLeft(strings.TrimSuffix(lines[i], "\r"), " \t\f"), i+1
+		line, start := trim(i), i+1
 		if line == "#---" || line == "!---" {
 			doc = &document{file: file, order: order}
 			docs = append(docs, doc)
@@ -289,25 +305,19 @@ func readProperties(data []byte, file string, order int, l *errList) []*document
 		if line == "" || line[0] == '#' || line[0] == '!' {
 			continue
 		}
-		for continued(line) && i+1 < len(lines) { // a trailing \ joins the next line
+		// A trailing \ (an odd number of them) joins the next line.
+		for (len(line)-len(strings.TrimRight(line, `\`)))%2 == 1 && i+1 < len(lines) {
 			i++
-			line = line[:len(line)-1] + strings.TrimLeft(strings.TrimSuffix(lines[i], "\r"), " \t\f")
+			line = line[:len(line)-1] + trim(i)
 		}
 		key, val := splitProperty(line)
 		if !utf8.ValidString(key) {
 			l.add(where{file: file, order: order, line: start}, "key %q is not valid UTF-8", key)
 			continue
 		}
-		p := prop{segs: splitKey(unescape(key), start, nil), value: unescape(val), doc: doc}
-		doc.props = append(doc.props, p)
+		doc.props = append(doc.props, prop{segs: splitKey(unescape(key), start, nil), value: unescape(val), doc: doc})
 	}
 	return docs
-}
-
-// continued reports whether line ends with an odd number of backslashes.
-func continued(line string) bool {
-	n := len(line) - len(strings.TrimRight(line, `\`))
-	return n%2 == 1
 }
 
 // splitProperty splits a line at the first unescaped '=', ':' or blank,
@@ -364,10 +374,7 @@ func joinSegs(segs []seg) string {
 		case strings.Contains(s.name, "."):
 			b.WriteString(map[bool]string{true: ".", false: ""}[i > 0] + "[" + s.name + "]")
 		default:
-			if i > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(s.name)
+			b.WriteString(map[bool]string{true: ".", false: ""}[i > 0] + s.name)
 		}
 	}
 	return b.String()
@@ -376,17 +383,15 @@ func joinSegs(segs []seg) string {
 // normalize folds the spellings Spring's relaxed binding accepts
 // (maxWaitDuration, max-wait-duration, max_wait_duration) into one.
 func normalize(k string) string {
-	var b strings.Builder
+	b := make([]byte, 0, len(k))
 	for i := 0; i < len(k); i++ {
-		switch c := k[i]; {
-		case c == '-' || c == '_':
-		case c >= 'A' && c <= 'Z':
-			b.WriteByte(c + 'a' - 'A')
-		default:
-			b.WriteByte(c)
+		if c := k[i]; c >= 'A' && c <= 'Z' {
+			b = append(b, c+'a'-'A')
+		} else if c != '-' && c != '_' {
+			b = append(b, c)
 		}
 	}
-	return b.String()
+	return string(b)
 }
 
 func normSegs(segs []seg) string {
