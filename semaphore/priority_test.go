@@ -113,7 +113,7 @@ func TestPriorityReservedHeadroom(t *testing.T) {
 	}
 	admit(bulkhead.Sheddable, 5, bulkhead.ReasonPriority)     // 0.5 of 10
 	admit(bulkhead.SheddablePlus, 3, bulkhead.ReasonPriority) // to 0.8
-	if !b.TryAcquire() { // TryAcquire is Critical: the 9th
+	if !b.TryAcquire() {                                      // TryAcquire is Critical: the 9th
 		t.Fatal("TryAcquire (Critical) refused at 8 of 10")
 	}
 	if b.TryAcquire() {

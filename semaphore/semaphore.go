@@ -202,8 +202,8 @@ type Bulkhead struct {
 	statsMu                     sync.Mutex
 	finishedSeen, permittedSeen uint64
 
-	mu      sync.Mutex // guards the waiter list, the timer and every change to the wait flag
-	lanes   [nLanes]list // the line of waiters, a lane per priority
+	mu    sync.Mutex   // guards the waiter list, the timer and every change to the wait flag
+	lanes [nLanes]list // the line of waiters, a lane per priority
 	// timer is armed for the earliest deadline of a waiter (at armed, in
 	// the clock of now); a few of the waiters (watchers) listen to it, and
 	// the one it wakes rejects the waiters whose time is up. nil until the
