@@ -43,3 +43,22 @@ func BenchmarkPrioritizedDo(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkShadowDo is Do on a bulkhead with a shadow limit, whose every
+// call takes the configured path and a shadow permit, against the plain Do.
+func BenchmarkShadowDo(b *testing.B) {
+	fn := func(context.Context) error { return nil }
+	for _, c := range []struct {
+		name   string
+		shadow *semaphore.Shadow
+	}{{"plain", nil}, {"shadowed", &semaphore.Shadow{MaxConcurrentCalls: 1 << 19}}} {
+		b.Run(c.name, func(b *testing.B) {
+			s, _ := semaphore.New("b", semaphore.Config{MaxConcurrentCalls: 1 << 20, Shadow: c.shadow})
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Do(ctx, fn)
+			}
+		})
+	}
+}

@@ -63,6 +63,15 @@ type Config struct {
 	// A call refused only because the capacity left is reserved for higher
 	// priorities carries ReasonPriority. nil means every call is alike.
 	Priorities *bulkhead.Priorities
+
+	// Shadow, if not nil, evaluates a tighter limit on live traffic without
+	// enforcing it, and counts what it would have done ([Bulkhead.ShadowStats]).
+	Shadow *Shadow
+	// Observe, if true, enforces nothing: every call is admitted (up to
+	// MaxLimit in flight) and MaxConcurrentCalls and MaxWaitDuration are
+	// evaluated as a shadow is. Ship a new bulkhead observing, read what it
+	// would have refused, then enforce.
+	Observe bool
 }
 
 // DefaultConfig returns Resilience4j's defaults: 25 concurrent calls and no
@@ -102,6 +111,9 @@ func (c Config) Validate() error {
 		if err := c.Priorities.Validate(); err != nil {
 			return err
 		}
+	}
+	if err := c.validateShadow(); err != nil {
+		return err
 	}
 	if c.MaxWaitDuration == 0 {
 		// A LIFO line needs a bounded wait, so that nobody waits forever;
@@ -160,8 +172,12 @@ func laneOf(p bulkhead.Priority) int { return min(max(int(p-bulkhead.Sheddable),
 // wordLimit is the limit the state word holds for cfg: the lowest that any
 // call can be held to (Sheddable's ceiling, with Priorities), so that a
 // call below it is admitted by the fast path without reading its context.
-// Only calls above it look up their priority's ceiling in the settings.
+// Only calls above it look up their priority's ceiling in the settings. A
+// shadowed bulkhead's is 0: each of its calls must be seen by the shadow.
 func wordLimit(cfg Config) int {
+	if cfg.Shadow != nil || cfg.Observe {
+		return 0 // every call takes the configured path
+	}
 	if cfg.Priorities != nil {
 		return cfg.Priorities.Ceiling(bulkhead.Sheddable, cfg.MaxConcurrentCalls)
 	}
@@ -194,6 +210,10 @@ type Bulkhead struct {
 	cancelled    atomic.Uint64
 	failed       atomic.Uint64
 	waiting      atomic.Int64 // callers in the waiter list, for Stats
+
+	// The shadow's permits in use and its verdicts (see shadow.go).
+	shadowInUse                          atomic.Int64
+	wouldReject, wouldWait, wouldTimeOut atomic.Uint64
 
 	// statsMu orders Stats calls, so that the last values they reported
 	// (finishedSeen, permittedSeen) come from one read of the state word.
@@ -238,10 +258,18 @@ type settings struct {
 	// lined is set when a rule beyond plain FIFO picks the waiter to serve.
 	lined bool
 	// With Priorities, ceil is each lane's ceiling (permits its calls may
-	// hold) and aging is Aging in nanoseconds.
+	// hold) and aging is Aging in nanoseconds. Without them, every lane's
+	// ceiling is the limit.
 	prio  bool
 	ceil  [nLanes]int
 	aging int64
+	// slow is set when calls are admitted on the configured path
+	// (Priorities or a shadow). shadow is the shadow's limit (0 for none),
+	// shadowWait its wait, and timeOuts is set when that wait is shorter
+	// than the enforced one.
+	slow, timeOuts bool
+	shadow         int
+	shadowWait     time.Duration
 }
 
 // refusal returns the reason a call of lane is refused for, without
@@ -303,6 +331,7 @@ func (b *Bulkhead) apply(cfg Config) {
 			st.ceil[i] = c.Ceiling(bulkhead.Sheddable+bulkhead.Priority(i), cfg.MaxConcurrentCalls)
 		}
 	}
+	st.applyShadow(cfg)
 	for w := range st.errs {
 		for r := range st.errs[w] {
 			st.errs[w][r] = bulkhead.FullError{Name: b.name, Kind: bulkhead.Semaphore, MaxConcurrentCalls: cfg.MaxConcurrentCalls,
@@ -338,6 +367,10 @@ func (b *Bulkhead) Config() Config {
 		p := *cfg.Priorities
 		cfg.Priorities = &p
 	}
+	if cfg.Shadow != nil {
+		sh := *cfg.Shadow
+		cfg.Shadow = &sh
+	}
 	return cfg
 }
 
@@ -365,8 +398,11 @@ func (b *Bulkhead) TryAcquire() bool {
 	}
 	st := b.settings()
 	r := bulkhead.ReasonFull
-	if st.prio {
+	if st.slow {
 		if b.admitClass(st, laneCritical) {
+			if st.shadow > 0 {
+				b.shadowNaive(st)
+			}
 			if b.hub.Active() {
 				b.permitted(time.Time{})
 			}
@@ -420,10 +456,13 @@ func (b *Bulkhead) acquire(ctx context.Context) (time.Time, error) {
 // subscribes).
 func (b *Bulkhead) acquireFull(ctx context.Context) (time.Time, error) {
 	st := b.settings()
-	if !st.prio && st.cfg.MaxWaitDuration <= 0 {
+	if !st.slow && st.cfg.MaxWaitDuration <= 0 {
 		return time.Time{}, b.reject(time.Time{}, bulkhead.ReasonFull, false)
 	}
 	start, _, err := b.acquireClass(ctx, st)
+	if err == nil && st.shadow > 0 {
+		b.shadowNaive(st)
+	}
 	return start, err
 }
 
@@ -435,12 +474,14 @@ func (b *Bulkhead) acquireFull(ctx context.Context) (time.Time, error) {
 //go:noinline
 func (b *Bulkhead) acquireClass(ctx context.Context, st *settings) (time.Time, *waiter, error) {
 	lane := laneCritical
-	if st.prio {
-		lane = laneOf(bulkhead.PriorityFrom(ctx))
+	if st.slow {
+		if st.prio {
+			lane = laneOf(bulkhead.PriorityFrom(ctx))
+		}
 		if b.tryClass(st, lane) {
 			return time.Time{}, nil, nil
 		}
-		if s := b.state.Load(); st.cfg.MaxWaitDuration <= 0 && s&waitFlag == 0 {
+		if s := b.state.Load(); st.cfg.Observe || st.cfg.MaxWaitDuration <= 0 && s&waitFlag == 0 {
 			return time.Time{}, nil, b.reject(time.Time{}, st.refusal(s, lane), false)
 		}
 	}
@@ -517,8 +558,9 @@ func (b *Bulkhead) Release() { b.finish(time.Time{}, nil, false) }
 // handler. Take one with AcquirePermit and give it back with Release exactly
 // once. It is a small value; copy it freely, but release it only once.
 type Permit struct {
-	b     *Bulkhead
-	start time.Time // when the work began; zero when nobody observes b
+	b      *Bulkhead
+	start  time.Time // when the work began; zero when nobody observes b
+	shadow bool      // it holds a shadow permit too
 }
 
 // AcquirePermit is Acquire for a caller that reports the outcome of its work
@@ -528,6 +570,9 @@ type Permit struct {
 func (b *Bulkhead) AcquirePermit(ctx context.Context) (Permit, error) {
 	if ctx == nil {
 		misuse("AcquirePermit", true)
+	}
+	if st := b.settings(); st.shadow > 0 {
+		return b.acquirePermitShadowed(ctx, st)
 	}
 	start, err := b.acquire(ctx)
 	if err != nil {
@@ -544,6 +589,7 @@ func (p Permit) Release(err error) {
 	if p.b == nil {
 		panic("semaphore: Permit.Release called on a zero Permit")
 	}
+	p.b.shadowDone(p.shadow)
 	p.b.finish(p.start, err, err != nil)
 }
 
@@ -567,7 +613,7 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 		s := b.state.Load()
 		if full(s) {
 			st := b.settings()
-			if !st.prio && st.cfg.MaxWaitDuration <= 0 {
+			if !st.slow && st.cfg.MaxWaitDuration <= 0 {
 				b.rejected[bulkhead.ReasonFull].Add(1)
 				f := &st.errs[0][bulkhead.ReasonFull]
 				if b.hub.Active() {
@@ -576,7 +622,10 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 				return f
 			}
 			var err error
-			if start, spare, err = b.acquireClass(ctx, st); err != nil {
+			if start, spare, err = b.acquireDo(ctx, st); err != nil {
+				if err == errShadowed {
+					return b.doShadowed(ctx, fn, st)
+				}
 				return err
 			}
 			break
@@ -735,8 +784,8 @@ func (b *Bulkhead) Stats() bulkhead.Stats {
 		rejected += by[r]
 	}
 	cfg := b.settings().cfg
-	if cfg.Priorities != nil {
-		limit = cfg.MaxConcurrentCalls // the word holds the lowest ceiling
+	if cfg.Priorities != nil || cfg.Shadow != nil || cfg.Observe {
+		limit = cfg.MaxConcurrentCalls // the word holds the lowest ceiling, or 0
 	}
 	waiting := int(b.waiting.Load())
 	overloaded := b.overloaded.Load()
@@ -820,6 +869,8 @@ func (b *Bulkhead) acquireSlow(ctx context.Context, lane int) (time.Time, *waite
 		admit := !full(s)
 		if st.prio {
 			admit = s&fieldMask < uint64(st.ceil[lane]) && top < lane
+		} else if st.slow {
+			admit = s&waitFlag == 0 && s&fieldMask < uint64(st.ceil[lane])
 		}
 		if admit {
 			if !b.state.CompareAndSwap(s, s+1) {
@@ -1078,7 +1129,7 @@ func (b *Bulkhead) grantLocked() *waiter {
 	if st.lined && (b.shed.Clocked() || st.cfg.MinDeadlineSlack > 0) {
 		t = now()
 	}
-	if st.aging > 0 && t == 0 {
+	if (st.aging > 0 || st.timeOuts) && t == 0 {
 		t = now()
 	}
 	for {
@@ -1091,6 +1142,8 @@ func (b *Bulkhead) grantLocked() *waiter {
 			var class int
 			lane, class = b.topLocked(st, t)
 			limit = st.ceil[class]
+		} else if st.slow {
+			limit = st.ceil[lane]
 		}
 		if int(s&fieldMask) >= limit {
 			return nil
@@ -1106,6 +1159,9 @@ func (b *Bulkhead) grantLocked() *waiter {
 			n &^= waitFlag // the last waiter leaves the line
 		}
 		if b.state.CompareAndSwap(s, n) {
+			if st.timeOuts && t-w.joined > int64(st.shadowWait) {
+				b.wouldTimeOut.Add(1) // the shadow's wait would have ended first
+			}
 			b.unlinkLocked(w)
 			w.state.Store(granted)
 			return w
@@ -1242,7 +1298,7 @@ func (b *Bulkhead) grantWaiters(spare *waiter) {
 // the line between two callers that join it in a steady line. b.mu must
 // be held.
 func (b *Bulkhead) spareLocked(w *waiter) {
-	if w.line != b.line || b.waiting.Load() == 0 || b.nfree >= limitOf(b.state.Load()) {
+	if w.line != b.line || b.waiting.Load() == 0 || b.nfree >= b.set.Load().cfg.MaxConcurrentCalls {
 		return
 	}
 	w.next = b.free
