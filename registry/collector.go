@@ -40,6 +40,7 @@ type collector struct {
 	counters []metricDesc
 	pool     []metricDesc // Resilience4j's thread-pool gauges
 	keys     keyDescs
+	shadow   shadowDescs
 	fixed    []bulkhead.Instance // without r: the bulkheads to read
 	reasons  *prometheus.Desc    // rejections_total{name,kind,reason}
 
@@ -96,6 +97,7 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		return d
 	}
 	c.keys = newKeyDescs(prefix)
+	c.shadow = newShadowDescs(prefix)
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	c.gauges = []metricDesc{
 		m(g, "available_concurrent_calls", "Calls that may start now: max allowed minus in flight, never below 0.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
@@ -219,6 +221,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- reloadsDesc
 	ch <- c.reasons
+	c.shadow.describe(ch)
 	for _, d := range []*prometheus.Desc{c.keys.active, c.keys.idle, c.keys.evicted, c.keys.rejected} {
 		ch <- d
 	}
@@ -248,6 +251,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				ch <- constMetric(d, s, name, kind)
 			}
 		}
+		c.shadow.collect(ch, b, name, kind)
 		by := s.RejectedBy
 		if k, ok := b.(bulkhead.KeyedInstance); ok {
 			ks := k.KeyStats()

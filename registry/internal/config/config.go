@@ -47,6 +47,7 @@ type SemaphoreSpec struct {
 	// (semaphore.KeyedConfig.PerKey); MaxActiveKeys is its MaxActiveKeys.
 	MaxConcurrentCallsPerKey, MaxActiveKeys *int
 	Line                                    // the line's shedding rules
+	Extras                                  // priorities, shadow, observe
 }
 
 // Line is registry.Line: the shedding rules of a bulkhead's line of
@@ -130,6 +131,7 @@ var (
 func init() {
 	semaphoreKind.fields = withAdaptive(semaphoreKind.fields, func(s *SemaphoreSpec) **adaptive.Config { return &s.Adaptive })
 	poolKind.fields = withAdaptive(poolKind.fields, func(s *PoolSpec) **adaptive.Config { return &s.Adaptive })
+	semaphoreKind.fields = withExtras(semaphoreKind.fields)
 	semaphoreKind.fields = withLine(semaphoreKind.fields, func(s *SemaphoreSpec) *Line { return &s.Line }, func(c *semaphore.Config) configLine {
 		return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
 	})
