@@ -539,7 +539,7 @@ func (b *Bulkhead) topLocked(st *settings, t int64) (lane, class int) {
 		}
 		c := i
 		if st.aging > 0 {
-			c = min(nLanes-1, i+int((t-h.joined)/st.aging))
+			c = min(nLanes-1, i+int(max(t-h.joined, 0)/st.aging)) // t may be older than a join
 		}
 		if c > class || c == class && h.joined < b.lanes[lane].head.joined {
 			lane, class = i, c
