@@ -429,6 +429,7 @@ algorithm: vegas
 minLimit: 5
 maxLimit: 200
 window: 250ms
+shadow: true
 vegas:
   noLoadWindow: 30s
   backoff: 0.8
@@ -439,7 +440,7 @@ aimd: {slowCall: 2s}
 	if err := yaml.Unmarshal([]byte(doc), &c); err != nil {
 		t.Fatal(err)
 	}
-	want := adaptive.Config{Algorithm: "vegas", MinLimit: 5, MaxLimit: 200, Window: 250 * time.Millisecond,
+	want := adaptive.Config{Algorithm: "vegas", MinLimit: 5, MaxLimit: 200, Window: 250 * time.Millisecond, Shadow: true,
 		Vegas:     adaptive.Vegas{NoLoadWindow: 30 * time.Second, Backoff: 0.8},
 		Gradient2: adaptive.Gradient2{Smoothing: 0.3, LongWindow: 50},
 		AIMD:      adaptive.AIMD{SlowCall: 2 * time.Second}}
@@ -647,5 +648,48 @@ func TestDetachFromTheDecisionsSubscriber(t *testing.T) {
 	case <-detached:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Detach from the decision's subscriber did not return")
+	}
+}
+
+// A shadow controller decides as an enforcing one does, window by window,
+// and never sets the limit.
+func TestShadowComputesButDoesNotApply(t *testing.T) {
+	overloaded := fmt.Errorf("503: %w", bulkhead.ErrOverloaded)
+	run := func(shadow bool) (*feeder, []int) {
+		f := newFeeder(t, adaptive.Config{Algorithm: "aimd", InitialLimit: 30, Shadow: shadow}, 20)
+		var limits []int
+		for i := range 12 {
+			var err error
+			if i%4 == 3 {
+				err = overloaded
+			}
+			f.window(40, 20, 10*time.Millisecond, err)
+			limits = append(limits, f.c.State().Limit)
+		}
+		return f, limits
+	}
+	enforced, want := run(false)
+	shadow, got := run(true)
+	if len(enforced.set) == 0 {
+		t.Fatal("the enforcing controller never set the limit: the schedule tests nothing")
+	}
+	if len(shadow.set) != 0 {
+		t.Fatalf("the shadow controller set the limit: %v", shadow.set)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("shadow limits %v, enforced %v", got, want)
+	}
+	if s := shadow.c.State(); !s.Shadow || s.Changes != enforced.c.State().Changes || enforced.c.State().Shadow {
+		t.Fatalf("shadow State %+v, enforced %+v", s, enforced.c.State())
+	}
+
+	b, _ := semaphore.New("dep", semaphore.Config{MaxConcurrentCalls: 7})
+	c, err := adaptive.Attach(b, adaptive.Config{InitialLimit: 50, Shadow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Detach()
+	if got, s := b.Config().MaxConcurrentCalls, c.State(); got != 7 || s.Limit != 50 || !s.Shadow {
+		t.Fatalf("Attach with Shadow: bulkhead limit %d (want 7), State %+v", got, s)
 	}
 }

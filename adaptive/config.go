@@ -41,6 +41,14 @@ type Config struct {
 	Gradient2 Gradient2 `yaml:"gradient2" json:"gradient2"`
 	AIMD      AIMD      `yaml:"aimd" json:"aimd"`
 
+	// Shadow, if true, makes the controller a dry run: it computes the
+	// limit and publishes it in State (and so in the metrics) but never
+	// applies it; the bulkhead keeps the limit it has. The algorithm judges
+	// each window as if its own limit were in force, while the calls ran
+	// under the bulkhead's, so a shadow limit is what the controller would
+	// choose from this traffic, not what it would converge to in charge.
+	Shadow bool `yaml:"shadow" json:"shadow"`
+
 	// Custom, if set, is used instead of the named algorithm. A controller
 	// calls it from one goroutine at a time; give each controller its own.
 	Custom Algorithm `yaml:"-" json:"-"`

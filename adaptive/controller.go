@@ -58,8 +58,8 @@ type Controller struct {
 type State struct {
 	// Algorithm is the algorithm's name ("custom" for Config.Custom).
 	Algorithm string `json:"algorithm"`
-	// Limit is the limit the controller last set; MinLimit and MaxLimit
-	// bound it.
+	// Limit is the limit the controller last set (a shadow controller: last
+	// chose, without setting it); MinLimit and MaxLimit bound it.
 	Limit    int `json:"limit"`
 	MinLimit int `json:"minLimit"`
 	MaxLimit int `json:"maxLimit"`
@@ -74,9 +74,12 @@ type State struct {
 	Reason    string    `json:"reason"`
 	DecidedAt time.Time `json:"decidedAt"`
 	// Windows counts the windows decided, and Changes the times the limit
-	// was set.
+	// was set (a shadow controller: changed).
 	Windows uint64 `json:"windows"`
 	Changes uint64 `json:"changes"`
+	// Shadow is true for a controller that only computes the limit
+	// ([Config].Shadow).
+	Shadow bool `json:"shadow,omitempty"`
 	// Error is the last error from setting the limit (a closed pool), or
 	// empty.
 	Error string `json:"error,omitempty"`
@@ -85,7 +88,8 @@ type State struct {
 // Attach starts a controller that watches b's finished calls through
 // Subscribe and sets its limit (MaxConcurrentCalls of a *semaphore.Bulkhead,
 // MaxWorkers of a *pool.Bulkhead) through Reconfigure. It sets the initial
-// limit at once if that differs from b's. Detach stops it.
+// limit at once if that differs from b's. Detach stops it. With
+// [Config].Shadow it never sets the limit, and only publishes it in State.
 //
 // Calls made with Acquire and Release report no run time and are not counted;
 // a semaphore Permit released with its error is.
@@ -152,7 +156,7 @@ func setIf[C any](reconfigure func(func(C) (C, bool)) error, detached *atomic.Bo
 // current: feed it every event of the limiter with Observe, and it calls set
 // with each new whole-number limit (from within Observe). It calls set at
 // once if cfg.InitialLimit, or current brought within the bounds, differs from
-// current.
+// current. With [Config].Shadow it never calls set.
 func New(cfg Config, current int, set func(limit int) error) (*Controller, error) {
 	if set == nil {
 		panic("adaptive: New called with a nil set function")
@@ -180,10 +184,12 @@ func newController(cfg Config, current int, set func(limit int) error) (*Control
 		initial = min(max(current, d.MinLimit), d.MaxLimit)
 	}
 	c.limit = float64(initial)
-	c.state = State{Algorithm: name, Limit: current, MinLimit: d.MinLimit, MaxLimit: d.MaxLimit}
+	c.state = State{Algorithm: name, Limit: current, MinLimit: d.MinLimit, MaxLimit: d.MaxLimit, Shadow: d.Shadow}
 	if initial != current {
-		if err := set(initial); err != nil {
-			return nil, fmt.Errorf("setting the initial limit %d: %w", initial, err)
+		if !d.Shadow {
+			if err := set(initial); err != nil {
+				return nil, fmt.Errorf("setting the initial limit %d: %w", initial, err)
+			}
 		}
 		c.state.Limit = initial
 		c.state.Changes++
@@ -299,7 +305,12 @@ func (c *Controller) decide(t int64, now time.Time) {
 	}
 	s.Windows++
 	c.limit = next
-	if int(next) != s.Limit {
+	switch {
+	case int(next) == s.Limit:
+	case c.cfg.Shadow: // computed, published, not applied
+		s.Limit = int(next)
+		s.Changes++
+	default:
 		if err := c.set(int(next)); errors.Is(err, errDetached) {
 			return // Detach returned, or is returning
 		} else if err != nil {

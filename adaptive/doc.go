@@ -31,6 +31,9 @@
 // ended by context.DeadlineExceeded. Other errors are ignored: a fast failure
 // says nothing about capacity.
 //
+// A controller with [Config].Shadow is a dry run: it decides as it would in
+// charge and publishes its limit in [State], but never sets it.
+//
 // With no controller attached a bulkhead does nothing more. With one, the
 // bulkhead publishes events (reading the clock for each call), and the
 // controller adds a few atomic operations per call, with no lock and no

@@ -24,6 +24,9 @@ type options struct {
 	classify func(error) error
 	code     codes.Code
 	pushback time.Duration
+	// The metadata keys of WithPriorityFromMetadata and
+	// WithPriorityPropagation; empty for none.
+	priorityIn, priorityOut string
 }
 
 // DefaultPushback is the retry pushback a server interceptor sends with a

@@ -26,6 +26,7 @@ func UnaryClientInterceptor(b *semaphore.Bulkhead, opts ...Option) grpc.UnaryCli
 	o := newOptions(opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 		invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		ctx = o.propagate(ctx)
 		p, err := b.AcquirePermit(ctx)
 		if err != nil {
 			return clientError(err)
@@ -67,6 +68,7 @@ func StreamClientInterceptor(b *semaphore.Bulkhead, opts ...Option) grpc.StreamC
 	o := newOptions(opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
 		streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+		ctx = o.propagate(ctx)
 		p, err := b.AcquirePermit(ctx)
 		if err != nil {
 			return nil, clientError(err)

@@ -24,6 +24,7 @@ func KeyedUnaryServerInterceptor(k *semaphore.Keyed[string], key func(ctx contex
 	checkKeyed("KeyedUnaryServerInterceptor", k, key)
 	o := newOptions(opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx = o.prioritize(ctx)
 		kk, ok := key(ctx, info.FullMethod)
 		if !ok {
 			return handler(ctx, req)
@@ -40,6 +41,7 @@ func KeyedStreamServerInterceptor(k *semaphore.Keyed[string], key func(ctx conte
 	checkKeyed("KeyedStreamServerInterceptor", k, key)
 	o := newOptions(opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ss = o.prioritizeStream(ss)
 		kk, ok := key(ss.Context(), info.FullMethod)
 		if !ok {
 			return handler(srv, ss)

@@ -24,6 +24,7 @@ func UnaryServerInterceptor(sel Selector, opts ...Option) grpc.UnaryServerInterc
 	}
 	o := newOptions(opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx = o.prioritize(ctx)
 		b := sel(info.FullMethod)
 		if b == nil {
 			return handler(ctx, req)
@@ -41,6 +42,7 @@ func StreamServerInterceptor(sel Selector, opts ...Option) grpc.StreamServerInte
 	}
 	o := newOptions(opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ss = o.prioritizeStream(ss)
 		b := sel(info.FullMethod)
 		if b == nil {
 			return handler(srv, ss)

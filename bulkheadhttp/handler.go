@@ -57,6 +57,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
+	r = h.prioritize(r)
 	// Do holds the permit until next returns, counts a panic or a
 	// runtime.Goexit in next as a failure and lets it go on up, so that
 	// net/http's own recovery and logging still happen.

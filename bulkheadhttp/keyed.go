@@ -50,6 +50,7 @@ func (h *keyedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
+	r = h.prioritize(r)
 	ran := false
 	err := h.k.Do(r.Context(), key, func(context.Context) error {
 		ran = true

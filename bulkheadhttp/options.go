@@ -24,6 +24,7 @@ type config struct {
 	retryAfter string // the Retry-After header's value; empty for none
 	reject     func(http.ResponseWriter, *http.Request, error)
 	bypass     func(*http.Request) bool
+	priority   string // WithPriorityHeader's header, canonical; empty for none
 	serverOnly string // the first Handler-only option given, for Transport's panic
 }
 

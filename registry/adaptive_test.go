@@ -41,7 +41,7 @@ const adaptiveYAML = `resilience4j:
     configs:
       adapt:
         maxThreadPoolSize: 4
-        adaptive: {initialLimit: 3, maxLimit: 16, aimd: {increase: 2, slowCall: 1.5s}}
+        adaptive: {initialLimit: 3, maxLimit: 16, aimd: {increase: 2, slowCall: 1.5s}, shadow: true}
     instances:
       lookups: {baseConfig: adapt, queueCapacity: 3}
       emails: {maxThreadPoolSize: 2}
@@ -58,7 +58,7 @@ func TestLoadAdaptive(t *testing.T) {
 		Vegas: adaptive.Vegas{Alpha: 2.5, Beta: 7, NoLoadWindow: time.Minute}}
 	own := adaptive.Config{Algorithm: "gradient2", MinSamples: 5,
 		Gradient2: adaptive.Gradient2{Smoothing: 0.25, Tolerance: 2, LongWindow: 10}}
-	adapt := adaptive.Config{InitialLimit: 3, MaxLimit: 16, AIMD: adaptive.AIMD{Increase: 2, SlowCall: 1500 * time.Millisecond}}
+	adapt := adaptive.Config{InitialLimit: 3, MaxLimit: 16, AIMD: adaptive.AIMD{Increase: 2, SlowCall: 1500 * time.Millisecond}, Shadow: true}
 	semWant := map[string]*adaptive.Config{
 		"inherits":  &def,
 		"viaShared": &shared, // shared's own block replaces default's as a whole
@@ -131,6 +131,8 @@ func TestLoadAdaptiveErrors(t *testing.T) {
 				"(at resilience4j.bulkhead.instances.a.adaptive.window)"}},
 		{"bad nested duration", head + "          aimd: {slowCall: 1y}\n",
 			[]string{"line 6", `adaptive.aimd.slowCall must be a duration`}},
+		{"bad shadow", head + "          shadow: yes\n",
+			[]string{"line 6", `adaptive.shadow must be true or false, got "yes"`}},
 		{"bad number", head + "          vegas: {alpha: lots}\n",
 			[]string{`adaptive.vegas.alpha must be a finite number, got "lots"`}},
 		{"infinite number", head + "          vegas: {alpha: .inf}\n",

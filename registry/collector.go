@@ -40,6 +40,7 @@ type collector struct {
 	fixed   []bulkhead.Instance // without r: the bulkheads to read
 	reasons *prometheus.Desc    // rejections_total{name,kind,reason}
 	keyed   *prometheus.Desc    // keyed_rejections_total{name,kind,reason}
+	shadow  shadowDescs
 
 	wait, run *prometheus.HistogramVec
 	stopped   bool // unregistered (r.mu)
@@ -99,6 +100,7 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 	km := func(t prometheus.ValueType, name, help string, key func(s bulkhead.KeyStats) float64) metricDesc {
 		return metricDesc{desc: prometheus.NewDesc(prefix+name, help, labels, nil), typ: t, key: key}
 	}
+	c.shadow = newShadowDescs(prefix)
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	c.metrics = []metricDesc{
 		m(g, "available_concurrent_calls", "Calls that may start now: max allowed minus in flight, never below 0.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
@@ -230,6 +232,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- reloadsDesc
 	ch <- c.reasons
 	ch <- c.keyed
+	c.shadow.describe(ch)
 	if c.wait != nil {
 		c.wait.Describe(ch)
 		c.run.Describe(ch)
@@ -246,6 +249,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range bs {
 		s, name := b.Stats(), b.Name()
 		kind := s.Kind.String()
+		c.shadow.collect(ch, b, name, kind)
 		by := s.RejectedBy
 		k, keyed := b.(bulkhead.KeyedInstance)
 		var ks bulkhead.KeyStats

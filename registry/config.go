@@ -46,6 +46,12 @@ type PoolSpec = config.PoolSpec
 // CoDel as a whole.
 type Line = config.Line
 
+// Extras is a semaphore's Priorities, Shadow and Observe, inside
+// SemaphoreSpec (YAML priorities: {ceilings: {sheddable, sheddablePlus,
+// critical}, aging}, shadow: {maxConcurrentCalls, maxWaitDuration} and
+// observe, this library's extensions; docs/priorities.md, docs/semaphore.md).
+type Extras = config.Extras
+
 // ConfigError is one problem of a configuration: File, Line (0 for values
 // built in code), Path (a key path or a Go expression), Profile (of the
 // document it is in) and Msg, which names the entry, field and value.

@@ -32,6 +32,8 @@ type instanceStatus struct {
 	Adaptive *adaptive.State `json:"adaptive,omitempty"`
 	// Keys are a keyed semaphore's key counts, never a key.
 	Keys *bulkhead.KeyStats `json:"keys,omitempty"`
+	// Shadow is a shadowed or observe-only semaphore's ShadowStats.
+	Shadow *statusShadow `json:"shadow,omitempty"`
 }
 
 type statusConfig struct {
@@ -177,6 +179,7 @@ func statusOf(e *entry) instanceStatus {
 		st := ctl.c.State()
 		is.Adaptive = &st
 	}
+	is.Shadow = shadowStatus(e.b)
 	if k, ok := e.b.(bulkhead.KeyedInstance); ok {
 		ks := k.KeyStats()
 		is.Keys = &ks

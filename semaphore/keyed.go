@@ -35,6 +35,12 @@ func (c KeyedConfig) Validate() error {
 	if err := c.PerKey.Validate(); err != nil {
 		return fmt.Errorf("perKey.%w", err)
 	}
+	if c.PerKey.Shadow != nil || c.PerKey.Observe {
+		return fmt.Errorf("perKey.shadow, perKey.observe: a keyed bulkhead has no shadow; shadow a plain semaphore")
+	}
+	if c.PerKey.Priorities != nil {
+		return fmt.Errorf("perKey.priorities: a keyed bulkhead has no priorities; give each priority its own Keyed")
+	}
 	switch {
 	case c.MaxConcurrentCalls < 0 || c.MaxConcurrentCalls > MaxLimit:
 		return fmt.Errorf("maxConcurrentCalls must be 0 (no total) or from 1 to %d, got %d", MaxLimit, c.MaxConcurrentCalls)

@@ -20,6 +20,7 @@ type waiter struct {
 	byDeadline bool            // the deadline is its context's, less MinDeadlineSlack
 	reason     bulkhead.Reason // why it was refused
 	line       uint64          // the Bulkhead's line it joined
+	lane       uint8           // its priority's lane
 	prev, next *waiter
 }
 

@@ -55,6 +55,23 @@ type Config struct {
 	// CoDel, if not nil, sheds waiters of a line that stays above its
 	// target wait (ReasonCoDel); see [bulkhead.CoDel].
 	CoDel *bulkhead.CoDel
+
+	// Priorities, if not nil, reserves capacity for calls of higher
+	// priority and serves waiters highest priority first, first in, first
+	// out within a priority (see [bulkhead.Priorities]). A call's priority
+	// is its context's ([bulkhead.PriorityFrom]); TryAcquire's is Critical.
+	// A call refused only because the capacity left is reserved for higher
+	// priorities carries ReasonPriority. nil means every call is alike.
+	Priorities *bulkhead.Priorities
+
+	// Shadow, if not nil, evaluates a tighter limit on live traffic without
+	// enforcing it, and counts what it would have done ([Bulkhead.ShadowStats]).
+	Shadow *Shadow
+	// Observe, if true, enforces nothing: every call is admitted (up to
+	// MaxLimit in flight) and MaxConcurrentCalls and MaxWaitDuration are
+	// evaluated as a shadow is. Ship a new bulkhead observing, read what it
+	// would have refused, then enforce.
+	Observe bool
 }
 
 // DefaultConfig returns Resilience4j's defaults: 25 concurrent calls and no
@@ -89,6 +106,14 @@ func (c Config) Validate() error {
 		if err := c.CoDel.Validate(); err != nil {
 			return err
 		}
+	}
+	if c.Priorities != nil {
+		if err := c.Priorities.Validate(); err != nil {
+			return err
+		}
+	}
+	if err := c.validateShadow(); err != nil {
+		return err
 	}
 	if c.MaxWaitDuration == 0 {
 		// A LIFO line needs a bounded wait, so that nobody waits forever;
@@ -133,6 +158,32 @@ func limitOf(s uint64) int { return int(s >> limitShift & fieldMask) }
 // someone waits.
 func full(s uint64) bool { return s&waitFlag != 0 || s&fieldMask >= s>>limitShift&fieldMask }
 
+// Waiters wait in one lane per priority, Sheddable's first; without
+// Priorities they all wait in Critical's.
+const (
+	nLanes       = 4
+	laneCritical = int(bulkhead.Critical - bulkhead.Sheddable)
+)
+
+// laneOf returns the lane of priority p (a p beyond the four classes goes
+// to the nearest).
+func laneOf(p bulkhead.Priority) int { return min(max(int(p-bulkhead.Sheddable), 0), nLanes-1) }
+
+// wordLimit is the limit the state word holds for cfg: the lowest that any
+// call can be held to (Sheddable's ceiling, with Priorities), so that a
+// call below it is admitted by the fast path without reading its context.
+// Only calls above it look up their priority's ceiling in the settings. A
+// shadowed bulkhead's is 0: each of its calls must be seen by the shadow.
+func wordLimit(cfg Config) int {
+	if cfg.Shadow != nil || cfg.Observe {
+		return 0 // every call takes the configured path
+	}
+	if cfg.Priorities != nil {
+		return cfg.Priorities.Ceiling(bulkhead.Sheddable, cfg.MaxConcurrentCalls)
+	}
+	return cfg.MaxConcurrentCalls
+}
+
 // errGoexit is the error of EventFinished for a call whose function called
 // runtime.Goexit.
 var errGoexit = errors.New("semaphore: the guarded function called runtime.Goexit")
@@ -160,6 +211,10 @@ type Bulkhead struct {
 	failed       atomic.Uint64
 	waiting      atomic.Int64 // callers in the waiter list, for Stats
 
+	// The shadow's permits in use and its verdicts (see shadow.go).
+	shadowInUse                          atomic.Int64
+	wouldReject, wouldWait, wouldTimeOut atomic.Uint64
+
 	// statsMu orders Stats calls, so that the last values they reported
 	// (finishedSeen, permittedSeen) come from one read of the state word.
 	// They keep Stats from going backwards in the moment between a wrap of
@@ -167,8 +222,8 @@ type Bulkhead struct {
 	statsMu                     sync.Mutex
 	finishedSeen, permittedSeen uint64
 
-	mu      sync.Mutex // guards the waiter list, the timer and every change to the wait flag
-	waiters list
+	mu    sync.Mutex   // guards the waiter list, the timer and every change to the wait flag
+	lanes [nLanes]list // the line of waiters, a lane per priority
 	// timer is armed for the earliest deadline of a waiter (at armed, in
 	// the clock of now); a few of the waiters (watchers) listen to it, and
 	// the one it wakes rejects the waiters whose time is up. nil until the
@@ -191,7 +246,7 @@ type Bulkhead struct {
 }
 
 // nReasons bounds the reasons a semaphore refuses with.
-const nReasons = bulkhead.ReasonCoDel + 1
+const nReasons = bulkhead.ReasonPriority + 1
 
 // settings is the configuration in force and the rejection errors made
 // from it, replaced as a whole by Reconfigure.
@@ -202,6 +257,29 @@ type settings struct {
 	errs [2][nReasons]bulkhead.FullError
 	// lined is set when a rule beyond plain FIFO picks the waiter to serve.
 	lined bool
+	// With Priorities, ceil is each lane's ceiling (permits its calls may
+	// hold) and aging is Aging in nanoseconds. Without them, every lane's
+	// ceiling is the limit.
+	prio  bool
+	ceil  [nLanes]int
+	aging int64
+	// slow is set when calls are admitted on the configured path
+	// (Priorities or a shadow). shadow is the shadow's limit (0 for none),
+	// shadowWait its wait, and timeOuts is set when that wait is shorter
+	// than the enforced one.
+	slow, timeOuts bool
+	shadow         int
+	shadowWait     time.Duration
+}
+
+// refusal returns the reason a call of lane is refused for, without
+// waiting, at the state s: ReasonPriority if only the capacity reserved
+// for higher priorities is left.
+func (st *settings) refusal(s uint64, lane int) bulkhead.Reason {
+	if st.prio && lane < nLanes-1 && int(s&fieldMask) < st.cfg.MaxConcurrentCalls {
+		return bulkhead.ReasonPriority
+	}
+	return bulkhead.ReasonFull
 }
 
 // err returns the prebuilt error of a rejection for reason r.
@@ -233,7 +311,7 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 		return nil, fmt.Errorf("semaphore %q: %w", name, err)
 	}
 	b := &Bulkhead{name: name}
-	b.state.Store(uint64(cfg.MaxConcurrentCalls) << limitShift)
+	b.state.Store(uint64(wordLimit(cfg)) << limitShift)
 	b.apply(cfg)
 	return b, nil
 }
@@ -246,6 +324,14 @@ func (b *Bulkhead) apply(cfg Config) {
 		cfg.CoDel = &c
 	}
 	st := &settings{cfg: cfg, lined: cfg.QueueOrder != bulkhead.FIFO || cfg.CoDel != nil || cfg.MinDeadlineSlack > 0}
+	if p := cfg.Priorities; p != nil {
+		c := *p // a copy: the caller's may change
+		st.cfg.Priorities, st.prio, st.aging = &c, true, int64(c.Aging)
+		for i := range st.ceil {
+			st.ceil[i] = c.Ceiling(bulkhead.Sheddable+bulkhead.Priority(i), cfg.MaxConcurrentCalls)
+		}
+	}
+	st.applyShadow(cfg)
 	for w := range st.errs {
 		for r := range st.errs[w] {
 			st.errs[w][r] = bulkhead.FullError{Name: b.name, Kind: bulkhead.Semaphore, MaxConcurrentCalls: cfg.MaxConcurrentCalls,
@@ -277,6 +363,14 @@ func (b *Bulkhead) Config() Config {
 		c := *cfg.CoDel // a copy: the caller's may change
 		cfg.CoDel = &c
 	}
+	if cfg.Priorities != nil {
+		p := *cfg.Priorities
+		cfg.Priorities = &p
+	}
+	if cfg.Shadow != nil {
+		sh := *cfg.Shadow
+		cfg.Shadow = &sh
+	}
 	return cfg
 }
 
@@ -302,10 +396,23 @@ func (b *Bulkhead) TryAcquire() bool {
 		}
 		return true
 	}
-	b.rejected[bulkhead.ReasonFull].Add(1) // reject, written out: no call on this path either
 	st := b.settings()
+	r := bulkhead.ReasonFull
+	if st.slow {
+		if b.admitClass(st, laneCritical) {
+			if st.shadow > 0 {
+				b.shadowNaive(st)
+			}
+			if b.hub.Active() {
+				b.permitted(time.Time{})
+			}
+			return true
+		}
+		r = st.refusal(b.state.Load(), laneCritical)
+	}
+	b.rejected[r].Add(1) // reject, written out: no call on this path either
 	if b.hub.Active() {
-		b.publish(bulkhead.EventRejected, time.Time{}, &st.errs[0][bulkhead.ReasonFull])
+		b.publish(bulkhead.EventRejected, time.Time{}, &st.errs[0][r])
 	}
 	return false
 }
@@ -348,11 +455,97 @@ func (b *Bulkhead) acquire(ctx context.Context) (time.Time, error) {
 // to its caller, with the time the wait started (zero when nobody
 // subscribes).
 func (b *Bulkhead) acquireFull(ctx context.Context) (time.Time, error) {
-	if b.settings().cfg.MaxWaitDuration <= 0 {
+	st := b.settings()
+	if !st.slow && st.cfg.MaxWaitDuration <= 0 {
 		return time.Time{}, b.reject(time.Time{}, bulkhead.ReasonFull, false)
 	}
-	start, _, err := b.acquireSlow(ctx)
+	start, _, err := b.acquireClass(ctx, st)
+	if err == nil && st.shadow > 0 {
+		b.shadowNaive(st)
+	}
 	return start, err
+}
+
+// acquireClass is Acquire once the fast path found no free permit, for a
+// bulkhead that may wait or has Priorities: a call of a priority whose
+// ceiling is above the state word's limit takes a permit here, lock-free
+// while nobody waits. Its results are acquireSlow's.
+//
+//go:noinline
+func (b *Bulkhead) acquireClass(ctx context.Context, st *settings) (time.Time, *waiter, error) {
+	lane := laneCritical
+	if st.slow {
+		if st.prio {
+			lane = laneOf(bulkhead.PriorityFrom(ctx))
+		}
+		if b.tryClass(st, lane) {
+			return time.Time{}, nil, nil
+		}
+		if s := b.state.Load(); st.cfg.Observe || st.cfg.MaxWaitDuration <= 0 && s&waitFlag == 0 {
+			return time.Time{}, nil, b.reject(time.Time{}, st.refusal(s, lane), false)
+		}
+	}
+	return b.acquireSlow(ctx, lane)
+}
+
+// tryClass takes a permit for a call of lane if its ceiling allows and
+// nobody waits, and reports whether it did.
+func (b *Bulkhead) tryClass(st *settings, lane int) bool {
+	for {
+		s := b.state.Load()
+		if s&waitFlag != 0 || s&fieldMask >= uint64(st.ceil[lane]) {
+			return false
+		}
+		if b.state.CompareAndSwap(s, s+1) {
+			return true
+		}
+	}
+}
+
+// admitClass takes a permit for a call of lane that does not wait if its
+// ceiling allows and no waiter of its priority or higher is in line, and
+// reports whether it did.
+func (b *Bulkhead) admitClass(st *settings, lane int) bool {
+	if b.tryClass(st, lane) {
+		return true
+	}
+	if b.state.Load()&waitFlag == 0 {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, top := b.topLocked(st, now())
+	for {
+		s := b.state.Load()
+		if s&fieldMask >= uint64(st.ceil[lane]) || top >= lane {
+			return false
+		}
+		if b.state.CompareAndSwap(s, s+1) {
+			return true
+		}
+	}
+}
+
+// topLocked returns the lane whose head the line serves next, and that
+// head's priority (its lane's, raised by Aging), or -1 and -1 for an empty
+// line. Between heads of one priority, the one that joined first goes
+// first. t is the time, read if Aging is set. b.mu must be held.
+func (b *Bulkhead) topLocked(st *settings, t int64) (lane, class int) {
+	lane, class = -1, -1
+	for i := nLanes - 1; i >= 0; i-- {
+		h := b.lanes[i].head
+		if h == nil {
+			continue
+		}
+		c := i
+		if st.aging > 0 {
+			c = min(nLanes-1, i+int(max(t-h.joined, 0)/st.aging)) // t may be older than a join
+		}
+		if c > class || c == class && h.joined < b.lanes[lane].head.joined {
+			lane, class = i, c
+		}
+	}
+	return lane, class
 }
 
 // Release returns a permit taken by Acquire or TryAcquire. If callers wait,
@@ -365,8 +558,9 @@ func (b *Bulkhead) Release() { b.finish(time.Time{}, nil, false) }
 // handler. Take one with AcquirePermit and give it back with Release exactly
 // once. It is a small value; copy it freely, but release it only once.
 type Permit struct {
-	b     *Bulkhead
-	start time.Time // when the work began; zero when nobody observes b
+	b      *Bulkhead
+	start  time.Time // when the work began; zero when nobody observes b
+	shadow bool      // it holds a shadow permit too
 }
 
 // AcquirePermit is Acquire for a caller that reports the outcome of its work
@@ -376,6 +570,9 @@ type Permit struct {
 func (b *Bulkhead) AcquirePermit(ctx context.Context) (Permit, error) {
 	if ctx == nil {
 		misuse("AcquirePermit", true)
+	}
+	if st := b.settings(); st.shadow > 0 {
+		return b.acquirePermitShadowed(ctx, st)
 	}
 	start, err := b.acquire(ctx)
 	if err != nil {
@@ -392,6 +589,7 @@ func (p Permit) Release(err error) {
 	if p.b == nil {
 		panic("semaphore: Permit.Release called on a zero Permit")
 	}
+	p.b.shadowDone(p.shadow)
 	p.b.finish(p.start, err, err != nil)
 }
 
@@ -414,7 +612,8 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 	for {
 		s := b.state.Load()
 		if full(s) {
-			if st := b.settings(); st.cfg.MaxWaitDuration <= 0 {
+			st := b.settings()
+			if !st.slow && st.cfg.MaxWaitDuration <= 0 {
 				b.rejected[bulkhead.ReasonFull].Add(1)
 				f := &st.errs[0][bulkhead.ReasonFull]
 				if b.hub.Active() {
@@ -423,7 +622,10 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 				return f
 			}
 			var err error
-			if start, spare, err = b.acquireSlow(ctx); err != nil {
+			if start, spare, err = b.acquireDo(ctx, st); err != nil {
+				if err == errShadowed {
+					return b.doShadowed(ctx, fn, st)
+				}
 				return err
 			}
 			break
@@ -556,19 +758,17 @@ func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old, limit 
 	if err := cfg.Validate(); err != nil {
 		return 0, 0, fmt.Errorf("semaphore %q: %w", b.name, err)
 	}
-	var s uint64
+	old = b.settings().cfg.MaxConcurrentCalls
 	for {
-		s = b.state.Load()
-		n := s&^(fieldMask<<limitShift) | uint64(cfg.MaxConcurrentCalls)<<limitShift
+		s := b.state.Load()
+		n := s&^(fieldMask<<limitShift) | uint64(wordLimit(cfg))<<limitShift
 		if b.state.CompareAndSwap(s, n) {
 			break
 		}
 	}
 	b.apply(cfg)
-	for w := b.grantLocked(); w != nil; w = b.grantLocked() {
-		w.signal()
-	}
-	return limitOf(s), cfg.MaxConcurrentCalls, nil
+	b.grantAllLocked()
+	return old, cfg.MaxConcurrentCalls, nil
 }
 
 // Stats returns a snapshot of the Bulkhead's state and counters. Each
@@ -603,6 +803,9 @@ func (b *Bulkhead) Stats() bulkhead.Stats {
 		rejected += by[r]
 	}
 	cfg := b.settings().cfg
+	if cfg.Priorities != nil || cfg.Shadow != nil || cfg.Observe {
+		limit = cfg.MaxConcurrentCalls // the word holds the lowest ceiling, or 0
+	}
 	waiting := int(b.waiting.Load())
 	overloaded := b.overloaded.Load()
 	return bulkhead.Stats{
@@ -644,7 +847,7 @@ func (b *Bulkhead) tryFast() bool {
 // a rejection or cancellation, which it has counted and published. With a
 // permit that came through the line it also returns the waiter, if the
 // line may reuse it (see spareLocked).
-func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) {
+func (b *Bulkhead) acquireSlow(ctx context.Context, lane int) (time.Time, *waiter, error) {
 	// The clock is read before the lock, to keep it out of b.mu's critical
 	// section, and once: when someone subscribes, the event's start gives
 	// the time for the deadline too.
@@ -669,9 +872,26 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 	st := b.set.Load() // Reconfigure changes it under b.mu
 	maxWait, maxWaiting := st.cfg.MaxWaitDuration, st.cfg.MaxWaitingCalls
 	bump := false // the line is full and serves the newest first: the oldest leaves
+	top := -1     // with Priorities, the priority of the waiter served next
+	if st.prio && b.waiting.Load() > 0 {
+		if st.aging > 0 {
+			// Waiters aged past their lane's ceiling since the last
+			// release are served before this caller is judged.
+			b.grantAllLocked()
+		}
+		_, top = b.topLocked(st, t)
+	} else if !st.prio {
+		lane = laneCritical
+	}
 	for {
 		s := b.state.Load()
-		if !full(s) {
+		admit := !full(s)
+		if st.prio {
+			admit = s&fieldMask < uint64(st.ceil[lane]) && top < lane
+		} else if st.slow {
+			admit = s&waitFlag == 0 && s&fieldMask < uint64(st.ceil[lane])
+		}
+		if admit {
 			if !b.state.CompareAndSwap(s, s+1) {
 				continue // a fast-path caller or a release raced us; look again
 			}
@@ -681,7 +901,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 		r := bulkhead.ReasonNone
 		switch n := int(b.waiting.Load()); {
 		case n == maxWaiters || maxWait <= 0:
-			r = bulkhead.ReasonFull // too many waiters, or Reconfigure has just turned waiting off
+			r = st.refusal(s, lane) // too many waiters, or Reconfigure has just turned waiting off
 		case byDeadline && latest <= t:
 			r = bulkhead.ReasonDeadline
 		case maxWaiting > 0 && n >= maxWaiting:
@@ -708,20 +928,20 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 	} else {
 		w = &waiter{ready: make(chan struct{}, 1)}
 	}
-	if b.waiters.head != nil && t < b.joined {
+	if b.waiting.Load() > 0 && t < b.joined {
 		// A caller that read the clock earlier but took the lock later is
 		// ahead in line: join as late as it did, so that deadlines stay in
 		// line order.
 		t = b.joined
 	}
 	b.joined = t
-	w.joined, w.deadline, w.byDeadline = t, t+int64(maxWait), false
+	w.joined, w.deadline, w.byDeadline, w.lane = t, t+int64(maxWait), false, uint8(lane)
 	if byDeadline && latest < w.deadline {
 		w.deadline, w.byDeadline = latest, true
 	}
 	watch := b.queueLocked(w)
 	for bump && int(b.waiting.Load()) > maxWaiting {
-		b.refuseLocked(b.waiters.head, bulkhead.ReasonWaiters) // never w: it is last, and two or more wait
+		b.refuseLocked(b.oldestLowLocked(), bulkhead.ReasonWaiters) // never w while w is alone in its lane: two or more wait
 	}
 	w.line = b.line
 	timer := b.timer.C
@@ -779,15 +999,16 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (time.Time, *waiter, error) 
 // watchers seldom all leave while others wait; when they do, the newest
 // waiter is woken to take over). b.mu must be held.
 func (b *Bulkhead) queueLocked(w *waiter) (watch bool) {
-	first := b.waiters.head == nil
-	if !first && w.deadline < b.waiters.tail.deadline {
-		b.waiters.unsorted = true // Reconfigure shortened MaxWaitDuration
+	first := b.waiting.Load() == 0
+	l := &b.lanes[w.lane]
+	if l.tail != nil && w.deadline < l.tail.deadline {
+		l.unsorted = true // Reconfigure shortened MaxWaitDuration
 	}
-	if b.watchers == 0 || b.watchers == 1 && b.waiters.head.watch {
+	if b.watchers == 0 || b.watchers == 1 && b.firstLocked().watch {
 		w.watch = true
 		b.watchers++
 	}
-	b.waiters.pushBack(w)
+	l.pushBack(w)
 	b.waiting.Add(1)
 	switch {
 	case first:
@@ -818,23 +1039,28 @@ func (b *Bulkhead) expire() {
 	defer b.mu.Unlock()
 	t := now()
 	next := int64(0)
-	for w := b.waiters.head; w != nil; {
-		nw := w.next
-		if w.deadline <= t {
-			r := bulkhead.ReasonTimeout
-			if w.byDeadline {
-				r = bulkhead.ReasonDeadline
+	for i := range b.lanes {
+		l := &b.lanes[i]
+		for w := l.head; w != nil; {
+			nw := w.next
+			if w.deadline <= t {
+				r := bulkhead.ReasonTimeout
+				if w.byDeadline {
+					r = bulkhead.ReasonDeadline
+				}
+				b.refuseLocked(w, r)
+			} else {
+				if next == 0 || w.deadline < next {
+					next = w.deadline
+				}
+				if !l.unsorted {
+					break
+				}
 			}
-			b.refuseLocked(w, r)
-		} else if !b.waiters.unsorted {
-			next = w.deadline
-			break
-		} else if next == 0 || w.deadline < next {
-			next = w.deadline
+			w = nw
 		}
-		w = nw
 	}
-	if b.waiters.head == nil {
+	if b.waiting.Load() == 0 {
 		return
 	}
 	b.armLocked(next, t)
@@ -856,20 +1082,50 @@ func (b *Bulkhead) leave(w *waiter) uint32 {
 // timer, the newest waiter takes over. Once nobody waits, the fast path
 // admits calls again. b.mu must be held.
 func (b *Bulkhead) unlinkLocked(w *waiter) {
-	b.waiters.remove(w)
+	b.lanes[w.lane].remove(w)
 	b.waiting.Add(-1)
 	if w.watch {
 		b.watchers--
 	}
-	if b.waiters.head == nil {
+	if b.waiting.Load() == 0 {
 		b.clearWaitFlag()
 		return
 	}
 	if b.watchers == 0 {
-		t := b.waiters.tail
+		t := b.newestLocked()
 		t.watch, t.handed = true, true
 		b.watchers++
 		t.signal()
+	}
+}
+
+// firstLocked returns the head of the highest lane, newestLocked the tail
+// of the lowest, and oldestLowLocked the head of the lowest; b.mu must be
+// held and the line not empty.
+func (b *Bulkhead) firstLocked() *waiter {
+	for i := nLanes - 1; ; i-- {
+		if w := b.lanes[i].head; w != nil {
+			return w
+		}
+	}
+}
+
+func (b *Bulkhead) newestLocked() *waiter { return b.lanes[b.lowLocked()].tail }
+
+func (b *Bulkhead) oldestLowLocked() *waiter { return b.lanes[b.lowLocked()].head }
+
+func (b *Bulkhead) lowLocked() int {
+	i := 0
+	for b.lanes[i].head == nil {
+		i++
+	}
+	return i
+}
+
+// grantAllLocked grants every permit the line may have; b.mu must be held.
+func (b *Bulkhead) grantAllLocked() {
+	for w := b.grantLocked(); w != nil; w = b.grantLocked() {
+		w.signal()
 	}
 }
 
@@ -882,31 +1138,49 @@ func (b *Bulkhead) refuseLocked(w *waiter, r bulkhead.Reason) {
 	w.signal()
 }
 
-// grantLocked hands a permit to the next waiter in line (the oldest, unless
-// the Config orders the line otherwise) if the limit allows, and returns
-// that waiter, for the caller to signal, or nil. b.mu must be held.
+// grantLocked hands a permit to the next waiter in line (the oldest of the
+// highest priority waiting, unless the Config orders the line otherwise) if
+// the limit (its priority's ceiling) allows, and returns that waiter, for
+// the caller to signal, or nil. b.mu must be held.
 func (b *Bulkhead) grantLocked() *waiter {
 	st := b.set.Load()
 	var t int64 // read once, and only for the rules that need the time
 	if st.lined && (b.shed.Clocked() || st.cfg.MinDeadlineSlack > 0) {
 		t = now()
 	}
+	if (st.aging > 0 || st.timeOuts) && t == 0 {
+		t = now()
+	}
 	for {
 		s := b.state.Load()
-		if b.waiters.head == nil || s&fieldMask >= s>>limitShift&fieldMask {
+		if b.waiting.Load() == 0 {
 			return nil
 		}
-		w := b.waiters.head
+		lane, limit := laneCritical, int(s>>limitShift&fieldMask)
+		if st.prio {
+			var class int
+			lane, class = b.topLocked(st, t)
+			limit = st.ceil[class]
+		} else if st.slow {
+			limit = st.ceil[lane]
+		}
+		if int(s&fieldMask) >= limit {
+			return nil
+		}
+		w := b.lanes[lane].head
 		if st.lined {
-			if w = b.pickLocked(t); w == nil {
+			if w = b.pickLocked(lane, t); w == nil {
 				continue // it refused the waiter it looked at; look again
 			}
 		}
 		n := s + 1
-		if b.waiters.head.next == nil {
+		if b.waiting.Load() == 1 {
 			n &^= waitFlag // the last waiter leaves the line
 		}
 		if b.state.CompareAndSwap(s, n) {
+			if st.timeOuts && t-w.joined > int64(st.shadowWait) {
+				b.wouldTimeOut.Add(1) // the shadow's wait would have ended first
+			}
 			b.unlinkLocked(w)
 			w.state.Store(granted)
 			return w
@@ -914,15 +1188,15 @@ func (b *Bulkhead) grantLocked() *waiter {
 	}
 }
 
-// pickLocked returns the waiter the line serves next by the settings'
-// rules, or refuses it (CoDel, a deadline too near) and returns nil. t is
-// the time if CoDel or MinDeadlineSlack is set. b.mu must be held and the
-// line not empty.
-func (b *Bulkhead) pickLocked(t int64) *waiter {
-	head := b.waiters.head
+// pickLocked returns the waiter of lane the line serves next by the
+// settings' rules, or refuses it (CoDel, a deadline too near) and returns
+// nil. t is the time if CoDel or MinDeadlineSlack is set. b.mu must be held
+// and the lane not empty.
+func (b *Bulkhead) pickLocked(lane int, t int64) *waiter {
+	head := b.lanes[lane].head
 	w := head
 	if b.shed.LIFO(int(b.waiting.Load())) {
-		w = b.waiters.tail
+		w = b.lanes[lane].tail
 	}
 	if b.shed.Clocked() {
 		shed := b.shed.Serve(t, t-w.joined, t-head.joined)
@@ -942,7 +1216,9 @@ func (b *Bulkhead) pickLocked(t int64) *waiter {
 // clearWaitFlag lets the fast path admit calls again once nobody waits.
 // b.mu must be held and the waiter list empty.
 func (b *Bulkhead) clearWaitFlag() {
-	b.waiters.unsorted = false
+	for i := range b.lanes {
+		b.lanes[i].unsorted = false
+	}
 	b.shed.Empty()
 	if b.overloaded.Load() {
 		b.overloaded.Store(false)
@@ -1041,7 +1317,7 @@ func (b *Bulkhead) grantWaiters(spare *waiter) {
 // the line between two callers that join it in a steady line. b.mu must
 // be held.
 func (b *Bulkhead) spareLocked(w *waiter) {
-	if w.line != b.line || b.waiters.head == nil || b.nfree >= limitOf(b.state.Load()) {
+	if w.line != b.line || b.waiting.Load() == 0 || b.nfree >= b.set.Load().cfg.MaxConcurrentCalls {
 		return
 	}
 	w.next = b.free

@@ -398,7 +398,13 @@ var (
 		}
 		return f, err
 	}, func(s string, _ error) string { return fmt.Sprintf("must be a finite number, got %q", s) })
-	str = parse("a string", func(s string) (string, error) { return s, nil }, nil)
+	str     = parse("a string", func(s string) (string, error) { return s, nil }, nil)
+	boolean = parse("true or false", func(s string) (bool, error) {
+		if b, err := strconv.ParseBool(strings.ToLower(s)); err == nil && len(s) >= 4 { // not 1, 0, t or f
+			return b, nil
+		}
+		return false, strconv.ErrSyntax
+	}, func(s string, _ error) string { return fmt.Sprintf("must be true or false, got %q", s) })
 )
 
 // suggest returns ` (did you mean "x"?)` for the known key nearest to nk,

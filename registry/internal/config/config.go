@@ -47,6 +47,7 @@ type SemaphoreSpec struct {
 	// (semaphore.KeyedConfig.PerKey); MaxActiveKeys is its MaxActiveKeys.
 	MaxConcurrentCallsPerKey, MaxActiveKeys *int
 	Line                                    // the line's shedding rules
+	Extras                                  // priorities, shadow, observe
 }
 
 // Line is registry.Line: the shedding rules of a bulkhead's line of
@@ -84,7 +85,7 @@ func (s PoolSpec) common() (string, *int, *adaptive.Config) {
 // and, if it has one, to the field of the bulkhead's Config it sets; aliases
 // follow. Keys inside a block are dotted ("adaptive.window").
 var (
-	semaphoreKind = &kind[SemaphoreSpec, semaphore.Config]{name: "semaphore", defaults: semaphore.DefaultConfig, fields: slices.Concat([]field[SemaphoreSpec, semaphore.Config]{
+	semaphoreKind = &kind[SemaphoreSpec, semaphore.Config]{name: "semaphore", defaults: semaphore.DefaultConfig, fields: withExtras(slices.Concat([]field[SemaphoreSpec, semaphore.Config]{
 		ptr("maxConcurrentCalls", "MaxConcurrentCalls", integer, func(s *SemaphoreSpec) **int { return &s.MaxConcurrentCalls }, func(c *semaphore.Config) *int { return &c.MaxConcurrentCalls }, "maxConcurrentCall"),
 		ptr("maxWaitDuration", "MaxWaitDuration", duration, func(s *SemaphoreSpec) **time.Duration { return &s.MaxWaitDuration }, func(c *semaphore.Config) *time.Duration { return &c.MaxWaitDuration }, "maxWaitTime"),
 		baseConfig[SemaphoreSpec, semaphore.Config](func(s *SemaphoreSpec) *string { return &s.BaseConfig }),
@@ -95,7 +96,7 @@ var (
 	}, block[SemaphoreSpec, semaphore.Config]("adaptive", "Adaptive", func(s *SemaphoreSpec) **adaptive.Config { return &s.Adaptive }, nil, nil, adaptiveKeys),
 		lineKeys(func(s *SemaphoreSpec) *Line { return &s.Line }, func(c *semaphore.Config) configLine {
 			return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
-		}))}
+		})))}
 	poolKind = &kind[PoolSpec, pool.Config]{name: "pool", defaults: pool.DefaultConfig, fields: slices.Concat([]field[PoolSpec, pool.Config]{
 		ptr("maxThreadPoolSize", "MaxWorkers", integer, func(s *PoolSpec) **int { return &s.MaxWorkers }, func(c *pool.Config) *int { return &c.MaxWorkers }, "maxWorkers"),
 		ptr[PoolSpec, pool.Config]("coreThreadPoolSize", "CoreWorkers", integer, func(s *PoolSpec) **int { return &s.CoreWorkers }, nil),
@@ -129,6 +130,7 @@ var (
 		leaf("aimd.increase", number, func(a *adaptive.Config) *float64 { return &a.AIMD.Increase }),
 		leaf("aimd.backoff", number, func(a *adaptive.Config) *float64 { return &a.AIMD.Backoff }),
 		leaf("aimd.slowCall", duration, func(a *adaptive.Config) *time.Duration { return &a.AIMD.SlowCall }),
+		leaf("shadow", boolean, func(a *adaptive.Config) *bool { return &a.Shadow }),
 	}
 	codelKeys = []field[bulkhead.CoDel, struct{}]{
 		leaf("targetDelay", duration, func(c *bulkhead.CoDel) *time.Duration { return &c.Target }),
