@@ -171,12 +171,11 @@ func (c *Priorities) Ceiling(p Priority, limit int) int {
 // traffic and never enforced) would have done, or, for a bulkhead that only
 // observes, what its own limit would have done. A semaphore simulates its
 // shadow exactly for calls that hold a permit for their duration (Do,
-// Execute, a Permit); Estimate says when the figures are an upper bound
-// instead.
+// Execute, a Permit); bare Acquire and TryAcquire calls carry no shadow
+// permit and are judged by calls in flight, which over-counts.
 type ShadowStats struct {
-	// Limit is the shadow's limit (permits, or a pool's workers), and
-	// QueueCapacity a pool shadow's queue (0 for a semaphore).
-	Limit, QueueCapacity int
+	// Limit is the shadow's limit of concurrent calls.
+	Limit int
 	// InUse is the number of shadow permits held now: the calls that the
 	// shadow would have let run and that are still running.
 	InUse int
@@ -192,7 +191,4 @@ type ShadowStats struct {
 	// Observe is true when the bulkhead enforces nothing and its own limit
 	// is the shadow.
 	Observe bool
-	// Estimate is true when WouldReject is an upper bound rather than an
-	// exact simulation (a pool's shadow MaxWorkers and QueueCapacity).
-	Estimate bool
 }
