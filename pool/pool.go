@@ -573,7 +573,7 @@ func (b *Bulkhead) run(n *node) (next *node) {
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	err := n.err
 	if n.grp != nil && err != nil {
-		n.grp.end(n.gi, err, false)
+		n.grp.end(n, err, false)
 	}
 	b.mu.Lock()
 	b.finished++
@@ -603,7 +603,7 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	b.mu.Unlock()
 	n.end()
 	if n.grp != nil {
-		n.grp.end(n.gi, nil, true)
+		n.grp.end(n, nil, true)
 	}
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
@@ -722,7 +722,7 @@ func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 	for ; i < len(ns); i++ {
 		n := ns[i]
 		if n.grp != nil {
-			n.grp.end(n.gi, err, true)
+			n.grp.end(n, err, true)
 		}
 		n.err = err
 		n.j.settle()

@@ -38,7 +38,7 @@ type job interface {
 
 // member is a Group that a task belongs to: see Group.end.
 type member interface {
-	end(i int, err error, out bool)
+	end(n *node, err error, out bool)
 }
 
 // node is the untyped part of a task. Its links, states and loan are
@@ -47,7 +47,7 @@ type node struct {
 	b          *Bulkhead
 	j          job
 	err        error  // the task's error, once run or dropped
-	grp        member // its Group, if any, and its index there
+	grp        member // its Group, if any, and its index there (-1 until placed; guarded by the Group's mutex)
 	gi         int
 	prev, next *node // in the line of waiting submitters, the queue or the running tasks
 	state      nodeState
