@@ -28,15 +28,15 @@ type Group[T any] struct {
 	// help (see "Waiting inside a task"). A failure ends the futures.
 	waitCtx valuesOnly
 
-	mu     sync.Mutex
-	ts     []*task[T] // in Go order; nil where Go submitted nothing
+	mu sync.Mutex
+	ts []*task[T] // in Go order; nil where Go submitted nothing
 	// pending are TryGo's tasks being submitted, not yet in ts: a task
 	// takes its place only once the pool took it, or when it fails first.
 	pending []*task[T]
-	next   int        // ts[:next] have ended
-	inPool int        // tasks submitted and not yet out of the pool (see end)
-	limit  int        // SetLimit's; 0: the pool's MaxWorkers
-	err    *future.TaskError
+	next    int // ts[:next] have ended
+	inPool  int // tasks submitted and not yet out of the pool (see end)
+	limit   int // SetLimit's; 0: the pool's MaxWorkers
+	err     *future.TaskError
 }
 
 // NewGroup returns an empty Group that runs its tasks on b, with a context
