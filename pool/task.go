@@ -64,6 +64,7 @@ type node struct {
 	stop       func() bool     // stops the watch on the submitter's context while queued
 	ready      chan struct{}   // closed once a waiting submitter's task is admitted or refused
 	lender     *node           // the task whose slot this one runs in, until it finishes (see help)
+	lane       *lane           // its key's lane in a keyed pool, nil in a plain one
 	ended      chan struct{}   // closed when a task started in a lender's slot has finished
 	// The node is the task's context: the submitter's (parent) until a
 	// Done is asked for, then a context.WithCancel of it (inner), made
