@@ -75,6 +75,25 @@ func init() {
 				sink.Store(int64(v))
 			}
 		}},
+		// Issue 23: the keyed pool's submit-and-wait, keys in turn (target:
+		// at most 1.15x pool_Submit_Wait).
+		opCase{oursKind, "pool_SubmitKeyed_Wait", func(b *testing.B) func() {
+			p, err := pool.NewKeyed[int]("bench", pool.KeyedConfig{Config: pool.Config{MaxWorkers: joinWorkers, QueueCapacity: joinWorkers}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = p.Close(bg) })
+			key := 0
+			return func() {
+				key = (key + 1) % 16
+				f, err := pool.SubmitKeyed(bg, p, key, answer)
+				if err != nil {
+					panic(err)
+				}
+				v, _ := f.Wait(bg)
+				sink.Store(int64(v))
+			}
+		}},
 		// Issue 19's realistic join: submitted under a cancellable parent
 		// context, the task selects on ctx.Done(), as a network call does.
 		// Compare with ants_Submit_chan_WithCancel (BENCH_REF).

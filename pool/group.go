@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,12 +28,15 @@ type Group[T any] struct {
 	// help (see "Waiting inside a task"). A failure ends the futures.
 	waitCtx valuesOnly
 
-	mu     sync.Mutex
-	ts     []*task[T] // in Go order; nil where Go submitted nothing
-	next   int        // ts[:next] have ended
-	inPool int        // tasks submitted and not yet out of the pool (see end)
-	limit  int        // SetLimit's; 0: the pool's MaxWorkers
-	err    *future.TaskError
+	mu sync.Mutex
+	ts []*task[T] // in Go order; nil where Go submitted nothing
+	// pending are TryGo's tasks being submitted, not yet in ts: a task
+	// takes its place only once the pool took it, or when it fails first.
+	pending []*task[T]
+	next    int // ts[:next] have ended
+	inPool  int // tasks submitted and not yet out of the pool (see end)
+	limit   int // SetLimit's; 0: the pool's MaxWorkers
+	err     *future.TaskError
 }
 
 // NewGroup returns an empty Group that runs its tasks on b, with a context
@@ -116,20 +120,42 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 // or closed); a task not submitted takes no place in Wait's values.
 func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 	g.usable("TryGo", fn != nil)
-	g.mu.Lock() // Submit never waits for it; the task's end does
-	defer g.mu.Unlock()
+	g.mu.Lock()
 	if g.stoppedLocked() || !g.roomLocked() {
+		g.mu.Unlock()
 		return false
 	}
 	t := newTask(g.b, g.ctx, fn)
-	t.grp, t.gi = g, len(g.ts)
-	if g.b.enter(g.ctx, &t.node, false) != nil {
-		return false
-	}
-	g.ts = append(g.ts, t)
+	t.grp, t.gi = g, -1
 	g.inPool++
 	t.inGroup = true
+	g.pending = append(g.pending, t)
+	g.mu.Unlock()
+	// Submitted without the lock: the pool publishes its events on this
+	// goroutine, and a subscriber may call the group.
+	err := g.b.enter(g.ctx, &t.node, false)
+	g.mu.Lock()
+	g.pending = slices.DeleteFunc(g.pending, func(p *task[T]) bool { return p == t })
+	if err != nil { // never in the pool: no place in Wait's values
+		g.inPool--
+		t.inGroup = false
+		g.mu.Unlock()
+		t.err = err
+		t.settle() // for a Go waiting for it as the oldest (oldestLocked)
+		t.drop()
+		return false
+	}
+	g.placeLocked(t)
+	g.mu.Unlock()
 	return true
+}
+
+// placeLocked gives t, a task TryGo submitted, its index, once.
+func (g *Group[T]) placeLocked(t *task[T]) {
+	if t.gi < 0 {
+		t.gi = len(g.ts)
+		g.ts = append(g.ts, t)
+	}
 }
 
 // Wait waits until every task the group submitted has ended, then cancels
@@ -180,21 +206,28 @@ func (g *Group[T]) usable(name string, fnOK bool) {
 // leave the queue, then its context is cancelled with the group's error as
 // the cause (the context first would let the running tasks end and their
 // workers start queued tasks meanwhile).
-func (g *Group[T]) end(i int, err error, out bool) {
+func (g *Group[T]) end(n *node, err error, out bool) {
 	g.mu.Lock()
 	if out {
 		g.inPool--
-		g.ts[i].inGroup = false
+		n.inGroup = false
 	}
 	first := err != nil && g.err == nil
 	if first {
-		g.err = &future.TaskError{Index: i, Err: err}
+		if n.gi < 0 { // a TryGo's task that fails before TryGo returns
+			g.placeLocked(g.pendingLocked(n))
+		}
+		g.err = &future.TaskError{Index: n.gi, Err: err}
 	}
 	cause, rest := g.err, g.ts[g.next:] // entries never change once appended
+	var pending []*task[T]
+	if first {
+		pending = slices.Clone(g.pending)
+	}
 	g.mu.Unlock()
 	if first {
-		for _, t := range rest {
-			if t.gi != i {
+		for _, t := range slices.Concat(rest, pending) {
+			if &t.node != n {
 				g.b.dropQueued(&t.node, context.Canceled, bulkhead.EventCancelled)
 			}
 		}
@@ -202,10 +235,20 @@ func (g *Group[T]) end(i int, err error, out bool) {
 	}
 }
 
+// pendingLocked returns the pending task whose node is n.
+func (g *Group[T]) pendingLocked(n *node) *task[T] {
+	for _, t := range g.pending {
+		if &t.node == n {
+			return t
+		}
+	}
+	panic("pool: a Group task with no index is not pending")
+}
+
 // refused completes t, which the pool did not take, with err, the group's
 // failure if it is the first.
 func (g *Group[T]) refused(t *task[T], err error, counted bool) {
-	g.end(t.gi, err, counted)
+	g.end(&t.node, err, counted)
 	t.err = err
 	t.settle()
 	t.drop()
@@ -235,9 +278,11 @@ func (g *Group[T]) roomLocked() bool {
 func (g *Group[T]) oldestLocked() *task[T] {
 	for ; g.ts[g.next].ended(); g.next++ {
 	}
-	for _, t := range g.ts[g.next:] {
-		if t.inGroup {
-			return t
+	for _, ts := range [2][]*task[T]{g.ts[g.next:], g.pending} {
+		for _, t := range ts {
+			if t.inGroup {
+				return t
+			}
 		}
 	}
 	panic("pool: Group at its limit with no task in the pool")

@@ -576,6 +576,53 @@ func TestGroupTryGo(t *testing.T) {
 	})
 }
 
+// A subscriber that calls the group from the event a TryGo publishes on
+// its goroutine (here, the pool's rejection) does not deadlock, and the
+// refused TryGo takes no place in Wait's values while the nested one that
+// succeeded does.
+func TestGroupTryGoSubscriberCallsGroup(t *testing.T) {
+	b := newGroupPool(t, 1, 0)
+	g := pool.NewGroup[int](guardCtx(t), b)
+	g.SetLimit(-1)
+	release := make(chan struct{})
+	if !g.TryGo(func(context.Context) (int, error) { <-release; return 1, nil }) {
+		t.Fatal("TryGo refused on an idle pool")
+	}
+	var nested atomic.Int32 // 1: the nested TryGo submitted; 2: it was refused
+	cancel := b.Subscribe(func(e bulkhead.Event) {
+		if e.Type != bulkhead.EventRejected || !nested.CompareAndSwap(0, -1) {
+			return
+		}
+		close(release)
+		if !until(func() bool { return b.Stats().InFlight == 0 }) {
+			return
+		}
+		if g.TryGo(func(context.Context) (int, error) { return 2, nil }) {
+			nested.Store(1)
+		} else {
+			nested.Store(2)
+		}
+	})
+	defer cancel()
+	done := make(chan bool)
+	go func() { done <- g.TryGo(func(context.Context) (int, error) { return 3, nil }) }()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("TryGo submitted to a full pool")
+		}
+	case <-time.After(guard):
+		t.Fatal("TryGo deadlocked: a subscriber of its rejection called the group")
+	}
+	if nested.Load() != 1 {
+		t.Fatalf("nested TryGo: state %d, want submitted (1)", nested.Load())
+	}
+	vals, err := g.Wait()
+	if err != nil || len(vals) != 2 || vals[0] != 1 || vals[1] != 2 {
+		t.Fatalf("Wait: %v, %v; want [1 2], nil", vals, err)
+	}
+}
+
 // A task of the group may Go more tasks into its own group.
 func TestGroupGoFromATask(t *testing.T) {
 	b := newGroupPool(t, 4, 16)

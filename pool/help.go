@@ -49,7 +49,7 @@ func (b *Bulkhead) runLent(n *node) {
 // more.
 func (b *Bulkhead) help(by, t *node, decided func() bool) <-chan struct{} {
 	b.mu.Lock()
-	if t.state != stQueued || by.state != stRunning || (decided != nil && decided()) {
+	if t.state != stQueued || by.state != stRunning || (t.lane != nil && !b.keys.startable(t)) || (decided != nil && decided()) {
 		b.mu.Unlock()
 		return nil
 	}
@@ -63,7 +63,12 @@ func (b *Bulkhead) help(by, t *node, decided func() bool) <-chan struct{} {
 	}
 	b.unqueueLocked(t)
 	b.lendLocked(by, t)
+	more, sh := b.kickLocked(), b.takeShedLocked()
 	b.mu.Unlock()
+	for _, m := range more {
+		b.invoke(m)
+	}
+	b.refusedAll(sh)
 	b.runLent(t)
 	return nil
 }

@@ -59,6 +59,7 @@ type Bulkhead struct {
 	loanEnded                              chan struct{} // closed when a loan ends, if a wait wants to know (see help)
 	released                               chan struct{} // closed when Close is done: drained, and no goroutine busy
 	releasing                              bool          // released is closed or being closed
+	keys                                   *lanes        // a keyed pool's lanes (see Keyed), nil for a plain one
 }
 
 // fullErrors are the errors of every rejection, by reason: [0] of a task
@@ -66,7 +67,7 @@ type Bulkhead struct {
 type fullErrors [2][nReasons]bulkhead.FullError
 
 // nReasons bounds the reasons a pool refuses with.
-const nReasons = bulkhead.ReasonCoDel + 1
+const nReasons = bulkhead.ReasonKey + 1
 
 // err returns the prebuilt error of a rejection for reason r.
 func (f *fullErrors) err(r bulkhead.Reason, waited bool) *bulkhead.FullError {
@@ -324,7 +325,14 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 		b.mu.Unlock()
 		return b.reject()
 	}
-	if by := b.caller(ctx); by != nil && !by.lent {
+	return b.waitLocked(ctx, n, true)
+}
+
+// waitLocked has n's submitter wait for room, or (lend) runs n in the slot
+// of the task of b that submits it, or refuses it. b.mu must be held; it is
+// released.
+func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
+	if by := b.caller(ctx); lend && by != nil && !by.lent {
 		b.lendLocked(by, n)
 		b.mu.Unlock()
 		b.runLent(n)
@@ -341,7 +349,8 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 			break
 		}
 		for b.waiting.len >= limit {
-			w := b.waiting.pop()
+			w := b.waiting.head
+			b.unwaitLocked(w)
 			w.state, w.bumped = stDone, true
 			b.rejected[bulkhead.ReasonWaiters].Add(1)
 			close(w.ready)
@@ -349,6 +358,7 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 		}
 	}
 	if r != bulkhead.ReasonNone {
+		b.tidyLocked(n)
 		b.mu.Unlock()
 		return b.refuse(r)
 	}
@@ -358,6 +368,12 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	n.state = stWaiting
 	n.ready = make(chan struct{})
 	b.waiting.push(n)
+	if n.lane != nil {
+		n.lane.waiting++
+		for _, w := range bumped {
+			b.tidyLocked(w)
+		}
+	}
 	b.mu.Unlock()
 	if len(bumped) > 0 && b.hub.Active() {
 		for _, w := range bumped {
@@ -375,7 +391,8 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 	case <-ctx.Done():
 		b.mu.Lock()
 		if n.state == stWaiting {
-			b.waiting.remove(n)
+			b.unwaitLocked(n)
+			b.tidyLocked(n)
 			b.cancelled++
 			n.state = stDone
 			b.mu.Unlock()
@@ -399,6 +416,9 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 // startLocked counts n running. b.mu must be held, a slot free or lent.
 func (b *Bulkhead) startLocked(n *node) {
 	b.active++
+	if n.lane != nil {
+		n.lane.running++
+	}
 	n.state = stRunning
 	b.running.push(n)
 	b.permitted++
@@ -412,7 +432,11 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 		n.queuedAt = now()
 	}
 	n.state = stQueued
-	b.queue.push(n)
+	if n.lane != nil {
+		b.lanePushLocked(n)
+	} else {
+		b.queue.push(n)
+	}
 	b.storeSaturated()
 	cfg := b.cfg.Load()
 	if b.line.Clocked() {
@@ -436,7 +460,11 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 // unqueueLocked takes n out of the queue and lets a waiting submitter's
 // task in. b.mu must be held.
 func (b *Bulkhead) unqueueLocked(n *node) {
-	b.queue.remove(n)
+	if n.lane != nil {
+		b.laneRemoveLocked(n)
+	} else {
+		b.queue.remove(n)
+	}
 	if b.queue.len == 0 {
 		b.line.Empty() // an empty queue stands no more (CoDel)
 	}
@@ -454,6 +482,10 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 // refillLocked moves waiting submitters' tasks into the queue while it has
 // room.
 func (b *Bulkhead) refillLocked() {
+	if b.keys != nil {
+		b.refillKeyedLocked()
+		return
+	}
 	for n := b.waiting.head; n != nil && b.queue.len < b.cfg.Load().QueueCapacity; n = b.waiting.head {
 		b.waiting.remove(n)
 		b.enqueueLocked(n)
@@ -468,6 +500,9 @@ func (b *Bulkhead) refillLocked() {
 // deadline drops instead go to shedNodes, for the caller to fail once b.mu
 // is released (takeShedLocked).
 func (b *Bulkhead) popLocked() *node {
+	if b.keys != nil {
+		return b.popKeyedLocked()
+	}
 	var t int64 // read once, for the rules that need the time
 	for n := b.queue.head; n != nil; n = b.queue.head {
 		head := n
@@ -573,7 +608,7 @@ func (b *Bulkhead) run(n *node) (next *node) {
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	err := n.err
 	if n.grp != nil && err != nil {
-		n.grp.end(n.gi, err, false)
+		n.grp.end(n, err, false)
 	}
 	b.mu.Lock()
 	b.finished++
@@ -583,6 +618,11 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	b.running.remove(n)
 	n.state = stDone
 	b.active--
+	var more []*node // a keyed pool's tasks that may start too
+	if n.lane != nil {
+		n.lane.running--
+		b.tidyLocked(n)
+	}
 	var loanEnded, ended chan struct{}
 	if n.lender != nil {
 		n.lender.lent = false
@@ -595,6 +635,9 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 			b.startLocked(next)
 		}
 	}
+	if n.lane != nil {
+		more = b.kickLocked()
+	}
 	b.storeSaturated()
 	var sh []*node
 	if b.shedNodes != nil {
@@ -603,12 +646,15 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	b.mu.Unlock()
 	n.end()
 	if n.grp != nil {
-		n.grp.end(n.gi, nil, true)
+		n.grp.end(n, nil, true)
 	}
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
 		b.invoke(next)
 		next = nil
+	}
+	for _, m := range more {
+		b.invoke(m)
 	}
 	settled := false
 	defer func() {
@@ -651,6 +697,10 @@ func (b *Bulkhead) dropQueued(n *node, err error, typ bulkhead.EventType) bool {
 		return false
 	}
 	b.dropLocked(n)
+	var more, sh []*node
+	if b.keys != nil {
+		more, sh = b.kickLocked(), b.takeShedLocked()
+	}
 	if fe, ok := err.(*bulkhead.FullError); ok && typ == bulkhead.EventRejected {
 		b.rejected[fe.Reason].Add(1)
 	} else {
@@ -660,6 +710,10 @@ func (b *Bulkhead) dropQueued(n *node, err error, typ bulkhead.EventType) bool {
 		err = n.parent.Err()
 	}
 	b.mu.Unlock()
+	for _, m := range more {
+		b.invoke(m)
+	}
+	b.refusedAll(sh)
 	b.droppedAll([]*node{n}, typ, err)
 	if b.closed.Load() {
 		b.releaseIfDone()
@@ -708,6 +762,7 @@ func (b *Bulkhead) refuseEach(ns []*node) {
 func (b *Bulkhead) dropLocked(n *node) {
 	b.unqueueLocked(n)
 	n.state = stDone
+	b.tidyLocked(n)
 }
 
 // droppedAll fails the futures of tasks dropped unrun and publishes typ
@@ -722,7 +777,7 @@ func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 	for ; i < len(ns); i++ {
 		n := ns[i]
 		if n.grp != nil {
-			n.grp.end(n.gi, err, true)
+			n.grp.end(n, err, true)
 		}
 		n.err = err
 		n.j.settle()
@@ -826,6 +881,7 @@ func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old *ants.P
 		start = append(start, n)
 	}
 	b.refillLocked()
+	start = append(start, b.kickLocked()...) // a keyed pool's waiters refilled into lanes that may start
 	return old, start, b.takeShedLocked(), limit, nil
 }
 
@@ -867,7 +923,9 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	var refused []*node
 	if !b.closed.Load() {
 		b.closed.Store(true)
-		for n := b.waiting.pop(); n != nil; n = b.waiting.pop() {
+		for n := b.waiting.head; n != nil; n = b.waiting.head {
+			b.unwaitLocked(n)
+			b.tidyLocked(n)
 			b.cancelled++
 			n.state = stDone
 			n.refused = true
@@ -894,7 +952,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	var drop []*node
-	for n := b.queue.head; n != nil; n = b.queue.head {
+	for n := b.firstQueuedLocked(); n != nil; n = b.firstQueuedLocked() {
 		b.dropLocked(n)
 		b.cancelled++
 		drop = append(drop, n)

@@ -38,7 +38,7 @@ type job interface {
 
 // member is a Group that a task belongs to: see Group.end.
 type member interface {
-	end(i int, err error, out bool)
+	end(n *node, err error, out bool)
 }
 
 // node is the untyped part of a task. Its links, states and loan are
@@ -47,7 +47,7 @@ type node struct {
 	b          *Bulkhead
 	j          job
 	err        error  // the task's error, once run or dropped
-	grp        member // its Group, if any, and its index there
+	grp        member // its Group, if any, and its index there (-1 until placed; guarded by the Group's mutex)
 	gi         int
 	prev, next *node // in the line of waiting submitters, the queue or the running tasks
 	state      nodeState
@@ -64,6 +64,7 @@ type node struct {
 	stop       func() bool     // stops the watch on the submitter's context while queued
 	ready      chan struct{}   // closed once a waiting submitter's task is admitted or refused
 	lender     *node           // the task whose slot this one runs in, until it finishes (see help)
+	lane       *lane           // its key's lane in a keyed pool, nil in a plain one
 	ended      chan struct{}   // closed when a task started in a lender's slot has finished
 	// The node is the task's context: the submitter's (parent) until a
 	// Done is asked for, then a context.WithCancel of it (inner), made
