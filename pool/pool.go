@@ -419,13 +419,16 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 		n.joined = now()
 	}
 	d, r := cfg.QueueTimeout, bulkhead.ReasonTimeout
-	n.byDeadline = false
+	n.byDeadline, n.deadline = false, 0
 	if dl, ok := n.parent.Deadline(); ok && cfg.MinDeadlineSlack > 0 {
 		if w := time.Until(dl) - cfg.MinDeadlineSlack; d == 0 || w < d {
-			d, r, n.byDeadline, n.deadline = max(w, 1), bulkhead.ReasonDeadline, true, now()+int64(max(w, 1))
+			d, r, n.byDeadline = max(w, 1), bulkhead.ReasonDeadline, true
 		}
 	}
 	if d > 0 {
+		// popLocked compares deadline too: the timer's callback may not
+		// have the lock yet when a worker frees.
+		n.deadline = now() + int64(d)
 		n.expiry = time.AfterFunc(d, func() { b.dropBy(n, b.full.Load().err(r, true), bulkhead.EventRejected) })
 	}
 	if parent := n.parent; parent.Done() != nil {
@@ -464,9 +467,12 @@ func (b *Bulkhead) refillLocked() {
 
 // popLocked takes the next waiting task, or nil, for the caller to start:
 // the queue's next by the Config's order (its head, or its tail while
-// LIFO), else the oldest waiting submitter's. The tasks that CoDel or a
-// deadline drops instead go to shedNodes, for the caller to fail once b.mu
-// is released (takeShedLocked).
+// LIFO), else the oldest waiting submitter's. The tasks dropped instead go
+// to shedNodes, for the caller to fail once b.mu is released
+// (takeShedLocked): those CoDel sheds, those past their QueueTimeout or
+// deadline, and those whose submitter's context has ended (the drop that
+// context.AfterFunc runs may not have the lock yet), so that none of them
+// starts or holds back the line.
 func (b *Bulkhead) popLocked() *node {
 	var t int64 // read once, for the rules that need the time
 	for n := b.queue.head; n != nil; n = b.queue.head {
@@ -474,21 +480,30 @@ func (b *Bulkhead) popLocked() *node {
 		if b.line.LIFO(b.queue.len) {
 			n = b.queue.tail
 		}
-		if t == 0 && (b.line.Clocked() || n.byDeadline) {
+		if t == 0 && (b.line.Clocked() || n.deadline != 0) {
 			t = now()
 		}
-		r := bulkhead.ReasonNone
-		if b.line.Clocked() && b.line.Serve(t, t-n.joined, t-head.joined) {
+		r, drop := bulkhead.ReasonNone, true
+		switch {
+		case n.stop != nil && n.parent.Err() != nil:
+			b.cancelled++ // failed with the context's error (refuseEach)
+		case b.line.Clocked() && b.line.Serve(t, t-n.joined, t-head.joined):
 			r = bulkhead.ReasonCoDel
-		} else if n.byDeadline && n.deadline <= t {
+		case n.deadline != 0 && n.deadline <= t && n.byDeadline:
 			r = bulkhead.ReasonDeadline // never started too late
+		case n.deadline != 0 && n.deadline <= t:
+			r = bulkhead.ReasonTimeout
+		default:
+			drop = false
 		}
 		b.unqueueLocked(n)
-		if r == bulkhead.ReasonNone {
+		if !drop {
 			return n
 		}
 		n.state, n.reason = stDone, r
-		b.rejected[r].Add(1)
+		if r != bulkhead.ReasonNone {
+			b.rejected[r].Add(1)
+		}
 		b.shedNodes = append(b.shedNodes, n)
 	}
 	if n := b.waiting.pop(); n != nil {
@@ -680,7 +695,8 @@ func (b *Bulkhead) takeShedLocked() []*node {
 }
 
 // refusedAll fails the futures of queued tasks the queue's rules refused
-// after they waited, each with its reason's error, every one even if a
+// after they waited, each with its reason's error (the context's for a
+// task whose submitter's context ended), every one even if a
 // callback ends the goroutine, and ends takeShedLocked's busy count; nil
 // does nothing.
 func (b *Bulkhead) refusedAll(ns []*node) {
@@ -700,7 +716,11 @@ func (b *Bulkhead) refuseEach(ns []*node) {
 	}()
 	fe := b.full.Load()
 	for ; i < len(ns); i++ {
-		b.droppedAll(ns[i:i+1], bulkhead.EventRejected, fe.err(ns[i].reason, true))
+		if r := ns[i].reason; r == bulkhead.ReasonNone { // its submitter's context ended
+			b.droppedAll(ns[i:i+1], bulkhead.EventCancelled, ns[i].parent.Err())
+		} else {
+			b.droppedAll(ns[i:i+1], bulkhead.EventRejected, fe.err(r, true))
+		}
 	}
 }
 

@@ -269,8 +269,11 @@ func TestPoolDeadlineRaceWithFreedWorker(t *testing.T) {
 }
 
 // The head rule: a queued task that leaves (its future cancelled, its
-// deadline passed) never holds up the tasks behind it, in either order.
-func TestPoolCancelledOrExpiredHeadDoesNotBlock(t *testing.T) {
+// deadline passed and its timer run) never holds up the tasks behind it,
+// in either order. A context's end, and a timer late for its lock, are
+// TestPoolContextEndedHeadNeverStarts and
+// TestPoolExpiredHeadNeverStartsBeforeItsTimer.
+func TestPoolFutureCancelledOrTimedOutHeadDoesNotBlock(t *testing.T) {
 	for _, o := range []bulkhead.QueueOrder{bulkhead.FIFO, bulkhead.LIFO} {
 		t.Run(o.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -408,5 +411,93 @@ func TestPoolValidateQueueFields(t *testing.T) {
 	ok.CoDel = &bulkhead.CoDel{}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lateCtx is a context whose AfterFunc callbacks run only when runLate is
+// called: it holds open the moment between a context's end (Done closed,
+// Err set) and the goroutine context.AfterFunc starts for it.
+type lateCtx struct {
+	context.Context // Background: no deadline, no values
+	done            chan struct{}
+	fs              []func() // nil once stopped or run
+}
+
+func newLateCtx() *lateCtx {
+	return &lateCtx{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (c *lateCtx) Done() <-chan struct{} { return c.done }
+func (c *lateCtx) cancel()               { close(c.done) }
+func (c *lateCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// AfterFunc is what context.AfterFunc calls on a context that has it.
+// Only the test and the pool's submitter use c, under the pool's lock or
+// before the pool sees c, so fs needs no lock of its own in these tests.
+func (c *lateCtx) AfterFunc(f func()) (stop func() bool) {
+	i := len(c.fs)
+	c.fs = append(c.fs, f)
+	return func() bool {
+		ok := c.fs[i] != nil
+		c.fs[i] = nil
+		return ok
+	}
+}
+
+// runLate runs the callbacks not stopped, on goroutines of their own.
+func (c *lateCtx) runLate() {
+	for i, f := range c.fs {
+		if f != nil {
+			c.fs[i] = nil
+			go f()
+		}
+	}
+}
+
+// The head rule when a worker frees before the drop that a queued task's
+// context's end starts has run: the worker drops that task, counted
+// cancelled with the context's error, and starts the next one.
+func TestPoolContextEndedHeadNeverStarts(t *testing.T) {
+	for _, o := range []bulkhead.QueueOrder{bulkhead.FIFO, bulkhead.LIFO} {
+		t.Run(o.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, done := shedPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 2, QueueTimeout: time.Hour, QueueOrder: o})
+				defer done()
+				release := hold(t, b)
+				var next *[]int
+				if o == bulkhead.LIFO {
+					next = order(t, b, 1)
+				}
+				lctx := newLateCtx()
+				ran := false
+				f, err := b.TryGo(lctx, func(context.Context) error { ran = true; return nil })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o == bulkhead.FIFO {
+					next = order(t, b, 1)
+				}
+				lctx.cancel() // its AfterFunc has not run
+				release()
+				lctx.runLate()
+				synctest.Wait()
+				if _, err := f.Result(); ran || !errors.Is(err, context.Canceled) {
+					t.Fatalf("task whose context had ended: ran %v, err %v", ran, err)
+				}
+				if !sameInts(*next, []int{1}) {
+					t.Fatalf("the task behind it did not start: %v", *next)
+				}
+				if s := b.Stats(); s.Cancelled != 1 || s.Finished != 2 || s.QueueDepth != 0 {
+					t.Fatalf("stats %+v", s)
+				}
+			})
+		})
 	}
 }

@@ -56,7 +56,7 @@ type node struct {
 	byDeadline bool            // its queue deadline is its submitter's, less MinDeadlineSlack
 	reason     bulkhead.Reason // why the queue's rules dropped it, if they did
 	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
-	deadline   int64           // from now(): when byDeadline drops it from the queue
+	deadline   int64           // from now(): when QueueTimeout or (byDeadline) the slack drops it; 0: never
 	inGroup    bool            // in the pool, for its Group (guarded by the Group's mutex)
 	lent       bool            // a task started in this task's slot runs (see help)
 	queuedAt   int64           // from now(); set only while someone is subscribed
