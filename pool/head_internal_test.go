@@ -71,3 +71,46 @@ func TestPoolExpiredHeadNeverStartsBeforeItsTimer(t *testing.T) {
 		})
 	}
 }
+
+// A submitter waiting for room whose deadline less the slack has come is
+// neither started (no queue) nor queued by a worker that frees before its
+// timer has woken it: here its point is moved to now, as if its timer were
+// late, and the worker refuses it.
+func TestPoolLateWaiterNeverAdmittedBeforeItsTimer(t *testing.T) {
+	for _, queue := range []int{0, 1} {
+		synctest.Test(t, func(t *testing.T) {
+			b, err := New("late", Config{MaxWorkers: 1, QueueCapacity: queue, MinDeadlineSlack: 10 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close(context.Background())
+			hold := make(chan struct{})
+			for range 1 + queue {
+				if _, err := b.TryGo(context.Background(), func(context.Context) error { <-hold; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			ran := false
+			errc := make(chan error, 1)
+			go func() {
+				_, err := b.Go(ctx, func(context.Context) error { ran = true; return nil })
+				errc <- err
+			}()
+			time.Sleep(30 * time.Millisecond)
+			b.mu.Lock()
+			b.waiting.head.deadline = now() // its point has come; its timer is late
+			b.mu.Unlock()
+			close(hold)
+			err = <-errc
+			var fe *bulkhead.FullError
+			if synctest.Wait(); ran || !errors.As(err, &fe) || fe.Reason != bulkhead.ReasonDeadline {
+				t.Fatalf("queue %d: ran %v, err %v; want a FullError with reason deadline", queue, ran, err)
+			}
+			if s := b.Stats(); s.Permitted != uint64(1+queue) || s.QueueDepth != 0 {
+				t.Fatalf("queue %d: stats %+v", queue, s)
+			}
+		})
+	}
+}

@@ -355,6 +355,11 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	if b.hub.Active() {
 		n.queuedAt = now()
 	}
+	var point time.Duration // until its deadline less MinDeadlineSlack, if it has one
+	if dl, ok := ctx.Deadline(); ok && b.cfg.Load().MinDeadlineSlack > 0 {
+		point = time.Until(dl) - b.cfg.Load().MinDeadlineSlack // > 0: tooLate said so
+		n.byDeadline, n.deadline = true, now()+int64(point)
+	}
 	n.state = stWaiting
 	n.ready = make(chan struct{})
 	b.waiting.push(n)
@@ -364,14 +369,43 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 			b.publish(bulkhead.EventRejected, b.full.Load().err(bulkhead.ReasonWaiters, true), sinceOrZero(w.queuedAt), 0)
 		}
 	}
-	return b.awaitRoom(ctx, n)
+	return b.awaitRoom(ctx, n, point)
+}
+
+// lateLocked refuses n, a waiting submitter's task just out of the line,
+// if its deadline less MinDeadlineSlack has come (awaitRoom reports it), so
+// that it is neither started nor queued then. b.mu must be held.
+func (b *Bulkhead) lateLocked(n *node) bool {
+	if !n.byDeadline || n.deadline > now() {
+		return false
+	}
+	n.state, n.late = stDone, true
+	b.rejected[bulkhead.ReasonDeadline].Add(1)
+	close(n.ready)
+	return true
 }
 
 // awaitRoom waits until n, the task of a submitter that waits for room, is
-// admitted (started or queued) or refused by Close, or ctx ends.
-func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
+// admitted (started or queued) or refused (by Close, for a newer
+// submitter, or, point > 0, when its deadline less MinDeadlineSlack comes
+// after point), or ctx ends.
+func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, point time.Duration) error {
+	var late <-chan time.Time
+	if point > 0 {
+		tm := time.NewTimer(point)
+		defer tm.Stop()
+		late = tm.C
+	}
 	select {
 	case <-n.ready:
+	case <-late:
+		b.mu.Lock()
+		if n.state == stWaiting {
+			b.waiting.remove(n)
+			n.deadline = now() // lateLocked's point, whatever the clocks' rounding
+			b.lateLocked(n)
+		}
+		b.mu.Unlock() // else admitted or refused meanwhile: ready is closed
 	case <-ctx.Done():
 		b.mu.Lock()
 		if n.state == stWaiting {
@@ -392,6 +426,13 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 	}
 	if n.bumped { // dropped for a newer submitter (counted and published there)
 		return b.full.Load().err(bulkhead.ReasonWaiters, true)
+	}
+	if n.late { // counted by lateLocked
+		fe := b.full.Load().err(bulkhead.ReasonDeadline, true)
+		if b.hub.Active() {
+			b.publish(bulkhead.EventRejected, fe, sinceOrZero(n.queuedAt), 0)
+		}
+		return fe
 	}
 	return nil
 }
@@ -459,8 +500,10 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 func (b *Bulkhead) refillLocked() {
 	for n := b.waiting.head; n != nil && b.queue.len < b.cfg.Load().QueueCapacity; n = b.waiting.head {
 		b.waiting.remove(n)
-		b.enqueueLocked(n)
-		close(n.ready)
+		if !b.lateLocked(n) {
+			b.enqueueLocked(n)
+			close(n.ready)
+		}
 	}
 	b.storeSaturated()
 }
@@ -506,9 +549,11 @@ func (b *Bulkhead) popLocked() *node {
 		}
 		b.shedNodes = append(b.shedNodes, n)
 	}
-	if n := b.waiting.pop(); n != nil {
-		close(n.ready)
-		return n
+	for n := b.waiting.pop(); n != nil; n = b.waiting.pop() {
+		if !b.lateLocked(n) {
+			close(n.ready)
+			return n
+		}
 	}
 	return nil
 }

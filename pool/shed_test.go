@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -499,5 +500,52 @@ func TestPoolContextEndedHeadNeverStarts(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// Issue 24's example for a submitter waiting for room (Go, Bulkhead.Go):
+// a 50ms deadline, a 10ms slack, a worker freed at 45ms: the submitter is
+// refused at 40ms (reason deadline, waited), and its task neither starts
+// nor enters the queue.
+func TestPoolWaitingSubmitterRefusedAtDeadlineLessSlack(t *testing.T) {
+	for _, queue := range []int{0, 1} {
+		for _, method := range []string{"Go", "Bulkhead.Go"} {
+			t.Run(fmt.Sprintf("queue %d, %s", queue, method), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					b, done := shedPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: queue, MinDeadlineSlack: 10 * time.Millisecond})
+					defer done()
+					if _, err := b.TryGo(context.Background(), func(context.Context) error {
+						time.Sleep(45 * time.Millisecond)
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+					for range queue { // fill the queue
+						if _, err := b.TryGo(context.Background(), func(context.Context) error { return nil }); err != nil {
+							t.Fatal(err)
+						}
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+					defer cancel()
+					start := time.Now()
+					ran := false
+					var err error
+					if method == "Go" {
+						_, err = pool.Go(ctx, b, func(context.Context) (int, error) { ran = true; return 0, nil })
+					} else {
+						_, err = b.Go(ctx, func(context.Context) error { ran = true; return nil })
+					}
+					if at := time.Since(start); at != 40*time.Millisecond {
+						t.Fatalf("Go returned at %v (err %v), want 40ms", at, err)
+					}
+					wantFull(t, "the waiting submitter", err, bulkhead.ReasonDeadline, true)
+					time.Sleep(10 * time.Millisecond)
+					synctest.Wait()
+					if s := b.Stats(); ran || s.RejectedBy[bulkhead.ReasonDeadline] != 1 || s.Waiting != 0 || s.Permitted != uint64(1+queue) {
+						t.Fatalf("ran %v, stats %+v", ran, s)
+					}
+				})
+			})
+		}
 	}
 }

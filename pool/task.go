@@ -53,7 +53,8 @@ type node struct {
 	state      nodeState
 	refused    bool            // Close refused it while its submitter waited for room; set before ready closes
 	bumped     bool            // dropped for a newer submitter (MaxWaitingCalls); set before ready closes
-	byDeadline bool            // its queue deadline is its submitter's, less MinDeadlineSlack
+	late       bool            // refused at its deadline less MinDeadlineSlack while its submitter waited; same
+	byDeadline bool            // its deadline (below) is its submitter's, less MinDeadlineSlack
 	reason     bulkhead.Reason // why the queue's rules dropped it, if they did
 	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
 	deadline   int64           // from now(): when QueueTimeout or (byDeadline) the slack drops it; 0: never
