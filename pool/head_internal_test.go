@@ -100,7 +100,7 @@ func TestPoolLateWaiterNeverAdmittedBeforeItsTimer(t *testing.T) {
 			}()
 			time.Sleep(30 * time.Millisecond)
 			b.mu.Lock()
-			b.waiting.head.deadline = now() // its point has come; its timer is late
+			b.waiting.head.deadline = b.now() // its point has come; its timer is late
 			b.mu.Unlock()
 			close(hold)
 			err = <-errc

@@ -33,11 +33,12 @@ type Bulkhead struct {
 	closed    atomic.Bool             // set by Close, under mu
 	rejected  [nReasons]atomic.Uint64 // by reason; counted without the lock on the rejection fast path
 
-	name string
-	hub  event.Hub[bulkhead.Event]
-	cfg  atomic.Pointer[Config]
-	full atomic.Pointer[fullErrors]
-	ants atomic.Pointer[ants.PoolWithFunc]
+	name  string
+	epoch time.Time // for now()
+	hub   event.Hub[bulkhead.Event]
+	cfg   atomic.Pointer[Config]
+	full  atomic.Pointer[fullErrors]
+	ants  atomic.Pointer[ants.PoolWithFunc]
 	// busy counts the goroutines doing the Bulkhead's work (workers, and
 	// timers that drop queued tasks), callbacks included: Close waits for 0.
 	busy atomic.Int64
@@ -89,7 +90,7 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
 	}
-	b := &Bulkhead{name: name, released: make(chan struct{})}
+	b := &Bulkhead{name: name, epoch: time.Now(), released: make(chan struct{})}
 	p, err := b.newAnts(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
@@ -353,12 +354,12 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 		return b.refuse(r)
 	}
 	if b.hub.Active() {
-		n.queuedAt = now()
+		n.queuedAt = b.now()
 	}
 	var point time.Duration // until its deadline less MinDeadlineSlack, if it has one
 	if dl, ok := ctx.Deadline(); ok && b.cfg.Load().MinDeadlineSlack > 0 {
 		point = time.Until(dl) - b.cfg.Load().MinDeadlineSlack // > 0: tooLate said so
-		n.byDeadline, n.deadline = true, now()+int64(point)
+		n.byDeadline, n.deadline = true, b.now()+int64(point)
 	}
 	n.state = stWaiting
 	n.ready = make(chan struct{})
@@ -366,7 +367,7 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	b.mu.Unlock()
 	if len(bumped) > 0 && b.hub.Active() {
 		for _, w := range bumped {
-			b.publish(bulkhead.EventRejected, b.full.Load().err(bulkhead.ReasonWaiters, true), sinceOrZero(w.queuedAt), 0)
+			b.publish(bulkhead.EventRejected, b.full.Load().err(bulkhead.ReasonWaiters, true), b.sinceOrZero(w.queuedAt), 0)
 		}
 	}
 	return b.awaitRoom(ctx, n, point)
@@ -376,7 +377,7 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 // if its deadline less MinDeadlineSlack has come (awaitRoom reports it), so
 // that it is neither started nor queued then. b.mu must be held.
 func (b *Bulkhead) lateLocked(n *node) bool {
-	if !n.byDeadline || n.deadline > now() {
+	if !n.byDeadline || n.deadline > b.now() {
 		return false
 	}
 	n.state, n.late = stDone, true
@@ -402,7 +403,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, point time.Duration) 
 		b.mu.Lock()
 		if n.state == stWaiting {
 			b.waiting.remove(n)
-			n.deadline = now() // lateLocked's point, whatever the clocks' rounding
+			n.deadline = b.now() // lateLocked's point, whatever the clocks' rounding
 			b.lateLocked(n)
 		}
 		b.mu.Unlock() // else admitted or refused meanwhile: ready is closed
@@ -415,7 +416,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, point time.Duration) 
 			b.mu.Unlock()
 			err := ctx.Err()
 			if b.hub.Active() {
-				b.publish(bulkhead.EventCancelled, err, sinceOrZero(n.queuedAt), 0)
+				b.publish(bulkhead.EventCancelled, err, b.sinceOrZero(n.queuedAt), 0)
 			}
 			return err
 		}
@@ -430,7 +431,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, point time.Duration) 
 	if n.late { // counted by lateLocked
 		fe := b.full.Load().err(bulkhead.ReasonDeadline, true)
 		if b.hub.Active() {
-			b.publish(bulkhead.EventRejected, fe, sinceOrZero(n.queuedAt), 0)
+			b.publish(bulkhead.EventRejected, fe, b.sinceOrZero(n.queuedAt), 0)
 		}
 		return fe
 	}
@@ -450,14 +451,14 @@ func (b *Bulkhead) startLocked(n *node) {
 // submitter's context ends. b.mu must be held and the queue have room.
 func (b *Bulkhead) enqueueLocked(n *node) {
 	if n.queuedAt == 0 && b.hub.Active() {
-		n.queuedAt = now()
+		n.queuedAt = b.now()
 	}
 	n.state = stQueued
 	b.queue.push(n)
 	b.storeSaturated()
 	cfg := b.cfg.Load()
 	if b.line.Clocked() {
-		n.joined = now()
+		n.joined = b.now()
 	}
 	d, r := cfg.QueueTimeout, bulkhead.ReasonTimeout
 	n.byDeadline, n.deadline = false, 0
@@ -469,7 +470,7 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	if d > 0 {
 		// popLocked compares deadline too: the timer's callback may not
 		// have the lock yet when a worker frees.
-		n.deadline = now() + int64(d)
+		n.deadline = b.now() + int64(d)
 		n.expiry = time.AfterFunc(d, func() { b.dropBy(n, b.full.Load().err(r, true), bulkhead.EventRejected) })
 	}
 	if parent := n.parent; parent.Done() != nil {
@@ -524,7 +525,7 @@ func (b *Bulkhead) popLocked() *node {
 			n = b.queue.tail
 		}
 		if t == 0 && (b.line.Clocked() || n.deadline != 0) {
-			t = now()
+			t = b.now()
 		}
 		r, drop := bulkhead.ReasonNone, true
 		switch {
@@ -615,8 +616,8 @@ func (b *Bulkhead) run(n *node) (next *node) {
 	if b.hub.Active() {
 		start = clock.Now()
 		var wait time.Duration
-		if n.queuedAt != 0 { // the wait from the same clock read: now() at start
-			wait = time.Duration((int64(start.Sub(epoch)) | 1) - n.queuedAt)
+		if n.queuedAt != 0 { // the wait from the same clock read: b.now() at start
+			wait = time.Duration((int64(start.Sub(b.epoch)) | 1) - n.queuedAt)
 		}
 		b.publishAt(bulkhead.EventPermitted, start, nil, wait, 0)
 	}
@@ -793,22 +794,21 @@ func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 		n.j.settle()
 		n.drop()
 		if b.hub.Active() {
-			b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
+			b.publish(typ, err, b.sinceOrZero(n.queuedAt), 0)
 		}
 	}
 }
 
-// now returns the monotonic time since epoch, never 0.
-func now() int64 { return int64(time.Since(epoch)) | 1 }
-
-var epoch = time.Now()
+// now returns the monotonic time since the Bulkhead was made, never 0:
+// a stamp from it is positive, in a testing/synctest bubble too.
+func (b *Bulkhead) now() int64 { return int64(time.Since(b.epoch)) | 1 }
 
 // sinceOrZero returns the time since t (from now), or 0 if t is 0.
-func sinceOrZero(t int64) time.Duration {
+func (b *Bulkhead) sinceOrZero(t int64) time.Duration {
 	if t == 0 {
 		return 0
 	}
-	return time.Duration(now() - t)
+	return time.Duration(b.now() - t)
 }
 
 // publish and publishAt publish an event of type typ.
@@ -826,7 +826,8 @@ func (b *Bulkhead) publishAt(typ bulkhead.EventType, at time.Time, err error, wa
 // fewer than the new MaxWorkers run. A smaller queue keeps the tasks it holds
 // but admits none until it is below the new capacity. A new QueueTimeout
 // applies to tasks queued after the call (a task keeps the deadline it was
-// queued with); a new KeepAlive to workers started after it. A change of
+// queued with); CoDel switched on counts the queued tasks' sojourn from the
+// call; a new KeepAlive applies to workers started after it. A change of
 // MaxWorkers publishes [bulkhead.EventLimitChanged]. After Close it returns
 // [bulkhead.ErrClosed].
 func (b *Bulkhead) Reconfigure(cfg Config) error {
@@ -881,7 +882,14 @@ func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old *ants.P
 	if cfg.MaxWorkers != b.cfg.Load().MaxWorkers {
 		limit = cfg.MaxWorkers
 	}
+	clocked := b.line.Clocked()
 	b.apply(cfg)
+	if !clocked && b.line.Clocked() { // CoDel from now: a task's sojourn from now, not from 0
+		t := b.now()
+		for n := b.queue.head; n != nil; n = n.next {
+			n.joined = t
+		}
+	}
 	for b.free() {
 		n := b.popLocked()
 		if n == nil {
@@ -944,7 +952,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	b.releaseIfDone()
 	if b.hub.Active() {
 		for _, n := range refused {
-			b.publish(bulkhead.EventCancelled, bulkhead.ErrClosed, sinceOrZero(n.queuedAt), 0)
+			b.publish(bulkhead.EventCancelled, bulkhead.ErrClosed, b.sinceOrZero(n.queuedAt), 0)
 		}
 	}
 	select {

@@ -549,3 +549,54 @@ func TestPoolWaitingSubmitterRefusedAtDeadlineLessSlack(t *testing.T) {
 		}
 	}
 }
+
+// CoDel switched on by Reconfigure while tasks are queued measures their
+// sojourn from the change, not from the pool's birth: with the same
+// schedule it sheds nothing, as it does when configured from the start.
+// The pool is a second old first, so that a sojourn measured from its
+// birth would be long (stamps are from the pool's birth, in the bubble).
+func TestPoolCoDelAddedByReconfigureMeasuresFromTheChange(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(fmt.Sprint("late ", late), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := pool.Config{MaxWorkers: 1, QueueCapacity: 10, QueueTimeout: time.Hour}
+				codel := &bulkhead.CoDel{Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond}
+				if !late {
+					cfg.CoDel = codel
+				}
+				b, done := shedPool(t, cfg)
+				defer done()
+				time.Sleep(time.Second)
+				for _, d := range []time.Duration{time.Millisecond, 100 * time.Millisecond, time.Millisecond} {
+					if _, err := b.TryGo(context.Background(), func(context.Context) error { time.Sleep(d); return nil }); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if late {
+					cfg.CoDel = codel
+					if err := b.Reconfigure(cfg); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(80 * time.Millisecond)
+				var fs []*future.Future[struct{}]
+				for range 3 { // each waits about 22ms, behind the 100ms task: a burst, not a standing line
+					f, err := b.TryGo(context.Background(), func(context.Context) error { return nil })
+					if err != nil {
+						t.Fatal(err)
+					}
+					fs = append(fs, f)
+				}
+				time.Sleep(time.Second)
+				for i, f := range fs {
+					if _, err := f.Result(); err != nil {
+						t.Errorf("task %d: %v", i, err)
+					}
+				}
+				if s := b.Stats(); s.RejectedBy[bulkhead.ReasonCoDel] != 0 || s.Finished != 6 {
+					t.Fatalf("stats %+v", s)
+				}
+			})
+		})
+	}
+}
