@@ -34,7 +34,12 @@
 // FullError. A panic or runtime.Goexit in a task fails its future (a panic
 // as a [*bulkhead.PanicError]). A task's context is a child of its
 // submitter's: submit work that must outlive a request with
-// context.WithoutCancel(r.Context()).
+// context.WithoutCancel(r.Context()). Once the task is done (it returned,
+// and its future completed and ran its callbacks), its context keeps its
+// deadline, Done, Err and cause, but no longer carries the submitter's
+// values (Value returns nil for them), so that a future held after its
+// task does not keep the request's values alive: a goroutine of the task
+// that outlives it must read the values it needs before the task returns.
 //
 // # The bound
 //

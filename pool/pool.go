@@ -173,7 +173,8 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // To wait for room instead of being rejected, use [Go].
 //
 // fn's context is a child of ctx, cancelled also when the future is
-// cancelled, when Close gives up waiting, and once fn returns. A task still
+// cancelled, when Close gives up waiting, and once fn returns; once the
+// task is done it no longer carries ctx's values (see the package doc). A task still
 // queued when ctx ends or its future is cancelled leaves the queue at once;
 // its future fails with the context's error. A panic in fn fails the future
 // with a [*bulkhead.PanicError], a runtime.Goexit fails it too.

@@ -160,14 +160,34 @@ func (n *node) Cancel() {
 
 // drop is called once n's future has completed: the future keeps the
 // task's memory, but neither its function nor its submitter's context nor
-// the Bulkhead. (Goroutines of the task may still use its context.)
+// the Bulkhead. Goroutines of the task may still use its context: it keeps
+// its deadline, its Done, Err and cause, and loses only the submitter's
+// values (see the package doc).
 func (n *node) drop() {
 	n.j.clear()
 	n.cmu.Lock()
 	n.endLocked()
-	n.parent, n.inner, n.cancel, n.b, n.grp, n.err = context.Background(), nil, nil, nil, nil, nil
+	var keep context.Context = context.Background()
+	if d, ok := n.parent.Deadline(); ok {
+		keep = deadlineOnly{keep, d}
+	}
+	if cause := context.Cause(n.ctxLocked()); cause != nil && cause != n.cerr {
+		c, cancel := context.WithCancelCause(keep) // rare: the submitter's context ended with a cause
+		cancel(cause)
+		keep = c
+	}
+	n.parent, n.inner, n.cancel, n.b, n.grp, n.err = keep, nil, nil, nil, nil, nil
 	n.cmu.Unlock()
 }
+
+// deadlineOnly is what a completed task's context keeps of its
+// submitter's deadline (see drop).
+type deadlineOnly struct {
+	context.Context // context.Background()
+	d               time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.d, true }
 
 // pool returns n's Bulkhead, or nil once n is dropped.
 func (n *node) pool() *Bulkhead {
