@@ -48,8 +48,9 @@ type Config struct {
 	// MinDeadlineSlack, if positive, is the time a task needs before its
 	// submitter's context deadline: a task that would have to queue (or its
 	// submitter wait for room) with less left is refused at once, and a
-	// queued task is dropped when that point comes instead of started too
-	// late (ReasonDeadline).
+	// queued task is dropped, and a submitter waiting for room refused,
+	// when that point comes, instead of started or queued too late
+	// (ReasonDeadline).
 	MinDeadlineSlack time.Duration
 	// QueueOrder is the order queued tasks get a worker: bulkhead.FIFO (the
 	// default), bulkhead.LIFO or bulkhead.AdaptiveLIFO; the LIFO orders need

@@ -34,14 +34,23 @@
 // FullError. A panic or runtime.Goexit in a task fails its future (a panic
 // as a [*bulkhead.PanicError]). A task's context is a child of its
 // submitter's: submit work that must outlive a request with
-// context.WithoutCancel(r.Context()).
+// context.WithoutCancel(r.Context()). Once the task is done (it returned,
+// and its future completed and ran its callbacks), its context keeps its
+// deadline, Done, Err and cause, but no longer carries the submitter's
+// values (Value returns nil for them), so that a future held after its
+// task does not keep the request's values alive: a goroutine of the task
+// that outlives it must read the values it needs before the task returns.
 //
 // # The bound
 //
-// At no moment do more than MaxWorkers task functions of a Bulkhead
-// execute. Stats.InFlight may count more: tasks that run in the slot of a
-// task blocked waiting for them (below), and running tasks after
-// Reconfigure lowered MaxWorkers.
+// No task function of a Bulkhead starts while MaxWorkers or more of them
+// execute, helped tasks (below) counted: while MaxWorkers is not lowered,
+// at no moment do more than MaxWorkers execute. After Reconfigure lowers
+// MaxWorkers, the tasks already running finish (nothing preempts them),
+// and no task starts until fewer than the new MaxWorkers execute.
+// Stats.InFlight may count more than MaxWorkers: tasks that run in the slot
+// of a task blocked waiting for them, and the running tasks after such a
+// lowering.
 //
 // # Waiting inside a task
 //
@@ -50,18 +59,22 @@
 // with one worker and a full queue:
 //
 //   - [future.Future.Wait] (on a [future.Then] future too), [future.All],
-//     [future.Settle], [future.First], and a Group's Go and Wait: an awaited
-//     task still queued starts at once in the waiting task's slot, on a
-//     worker of its own; the waiter is blocked until it has finished, even
-//     if its context ends meanwhile, so the bound holds. A gather starts its
-//     queued tasks one at a time, in order, and none once it is decided.
+//     [future.Settle], [future.First], and the Go and Wait of a Group made
+//     inside the task (to add to the Group the task belongs to, use TryGo:
+//     see [Group.Go]): an awaited task still queued starts at once in the
+//     waiting task's slot, on a worker of its own; the waiter is blocked
+//     until it has finished, even if its context ends meanwhile, so the
+//     bound holds. A gather starts its queued tasks one at a time, in
+//     order, and none once it is decided.
 //   - [Go] and [Bulkhead.Go] with the queue full run the task in the
 //     caller's slot, as Java's CallerRunsPolicy does, and return its
 //     completed future.
 //
 // Not safe, and able to deadlock a pool whose every worker does it: a wait
 // on anything but the pool's futures (a channel, [future.Future.Done], a
-// sync.WaitGroup, errgroup); a wait or a Go with a context not derived from
+// sync.WaitGroup, errgroup); a Group's Go from one of that Group's own
+// tasks (at the group's limit it waits for its oldest task, maybe the
+// caller); a wait or a Go with a context not derived from
 // the task's own (context.Background(), another task's context captured
 // from an enclosing function); a wait from a goroutine of the task while
 // another of its goroutines lends the slot (it waits for the loan to end;

@@ -18,7 +18,8 @@ import (
 // more. At most a limit of the group's tasks are in the pool at once (by
 // default the pool's MaxWorkers), so that a fan-out leaves the pool's queue
 // to its other callers. Make one with [NewGroup]; a Group is safe for
-// concurrent use, and Go may be called from its own tasks.
+// concurrent use. From one of the group's own tasks, add to it with TryGo,
+// never Go (as with errgroup's SetLimit), or fan out with a nested Group.
 type Group[T any] struct {
 	b      *Bulkhead
 	ctx    context.Context // the tasks' context, cancelled by the first failure
@@ -83,6 +84,10 @@ func (g *Group[T]) SetLimit(n int) {
 // or once its context has ended, Go returns at once and submits nothing; a
 // failure to submit (the context ended, the pool closed) is the group's
 // failure. Either way the task has its place in Wait's values.
+//
+// Do not call Go from one of the group's own tasks: at the limit, the task
+// it waits for can be the caller itself, and it waits forever, as
+// errgroup's Go does. Use TryGo there, or a Group made inside the task.
 func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	g.usable("Go", fn != nil)
 	t := newTask(g.b, g.ctx, fn)

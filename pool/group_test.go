@@ -623,24 +623,55 @@ func TestGroupTryGoSubscriberCallsGroup(t *testing.T) {
 	}
 }
 
-// A task of the group may Go more tasks into its own group.
-func TestGroupGoFromATask(t *testing.T) {
-	b := newGroupPool(t, 4, 16)
-	g := pool.NewGroup[int](guardCtx(t), b)
-	var total atomic.Int64
-	for i := range 10 {
+// From one of a group's own tasks, TryGo adds to the group without
+// waiting (Go must not be used there: at the limit it would wait for the
+// caller itself). On a pool of one worker the group is at its default
+// limit whenever a task runs: TryGo returns false at once, and Wait
+// returns. Below the limit (SetLimit), a tree walk adds its branches with
+// TryGo, runs inline those not taken, and every node is visited once.
+func TestGroupTryGoFromATask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := pool.New("g", pool.Config{MaxWorkers: 1, QueueCapacity: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(context.Background())
+		g := pool.NewGroup[int](context.Background(), b)
+		took := true
 		g.Go(func(context.Context) (int, error) {
-			if i%2 == 0 {
-				g.TryGo(func(context.Context) (int, error) { total.Add(1); return 0, nil })
-			}
-			total.Add(1)
-			return i, nil
+			took = g.TryGo(func(context.Context) (int, error) { return 2, nil })
+			return 1, nil
 		})
-	}
-	vals, err := g.Wait()
-	if err != nil || len(vals) < 10 || int(total.Load()) != len(vals) {
-		t.Fatalf("Wait: %d values, %v; %d tasks ran", len(vals), err, total.Load())
-	}
+		if vals, err := g.Wait(); took || err != nil || len(vals) != 1 || vals[0] != 1 {
+			t.Fatalf("at the limit: TryGo took the task %v; Wait %v, %v", took, vals, err)
+		}
+
+		g = pool.NewGroup[int](context.Background(), b)
+		g.SetLimit(4)
+		var visits, submitted atomic.Int64
+		var walk func(depth int) func(context.Context) (int, error)
+		walk = func(depth int) func(context.Context) (int, error) {
+			return func(ctx context.Context) (int, error) {
+				visits.Add(1)
+				for range 2 {
+					if depth == 0 {
+						break
+					}
+					if child := walk(depth - 1); g.TryGo(child) {
+						submitted.Add(1)
+					} else if _, err := child(ctx); err != nil {
+						return 0, err
+					}
+				}
+				return depth, nil
+			}
+		}
+		g.Go(walk(3))
+		vals, err := g.Wait()
+		if err != nil || visits.Load() != 15 || int64(len(vals)) != 1+submitted.Load() || submitted.Load() == 0 {
+			t.Fatalf("tree walk: %d visits of 15, %d submitted, %d values, err %v", visits.Load(), submitted.Load(), len(vals), err)
+		}
+	})
 }
 
 // A Group used inside a task of the same pool, with the task's context,

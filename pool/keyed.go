@@ -351,21 +351,32 @@ func (b *Bulkhead) popKeyedLocked() *node {
 		}
 		n := l.q.head
 		ks.cursor = l.next // the next turn is the next lane's
+		r, drop := bulkhead.ReasonNone, true
+		if n.stop != nil && n.parent.Err() != nil {
+			b.cancelled++ // failed with the context's error (refuseEach)
+		} else if n.deadline != 0 {
+			r, drop = expired(n, b.now())
+		} else {
+			drop = false
+		}
 		b.unqueueLocked(n)
-		if !n.byDeadline || n.deadline > now() {
+		if !drop {
 			return n
 		}
-		n.state, n.reason = stDone, bulkhead.ReasonDeadline // never started too late
-		b.rejected[bulkhead.ReasonDeadline].Add(1)
-		b.shedNodes = append(b.shedNodes, n)
+		b.shedLocked(n, r)
 		b.tidyLocked(n)
 	}
-	for n := b.waiting.head; n != nil; n = n.next {
+	for n := b.waiting.head; n != nil; {
+		next := n.next
 		if n.lane.q.len == 0 && n.lane.running < ks.perRun {
 			b.unwaitLocked(n)
-			close(n.ready)
-			return n
+			if !b.lateLocked(n) {
+				close(n.ready)
+				return n
+			}
+			b.tidyLocked(n)
 		}
+		n = next
 	}
 	return nil
 }

@@ -33,11 +33,12 @@ type Bulkhead struct {
 	closed    atomic.Bool             // set by Close, under mu
 	rejected  [nReasons]atomic.Uint64 // by reason; counted without the lock on the rejection fast path
 
-	name string
-	hub  event.Hub[bulkhead.Event]
-	cfg  atomic.Pointer[Config]
-	full atomic.Pointer[fullErrors]
-	ants atomic.Pointer[ants.PoolWithFunc]
+	name  string
+	epoch time.Time // for now()
+	hub   event.Hub[bulkhead.Event]
+	cfg   atomic.Pointer[Config]
+	full  atomic.Pointer[fullErrors]
+	ants  atomic.Pointer[ants.PoolWithFunc]
 	// busy counts the goroutines doing the Bulkhead's work (workers, and
 	// timers that drop queued tasks), callbacks included: Close waits for 0.
 	busy atomic.Int64
@@ -90,7 +91,7 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
 	}
-	b := &Bulkhead{name: name, released: make(chan struct{})}
+	b := &Bulkhead{name: name, epoch: time.Now(), released: make(chan struct{})}
 	p, err := b.newAnts(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
@@ -173,7 +174,8 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // To wait for room instead of being rejected, use [Go].
 //
 // fn's context is a child of ctx, cancelled also when the future is
-// cancelled, when Close gives up waiting, and once fn returns. A task still
+// cancelled, when Close gives up waiting, and once fn returns; once the
+// task is done it no longer carries ctx's values (see the package doc). A task still
 // queued when ctx ends or its future is cancelled leaves the queue at once;
 // its future fails with the context's error. A panic in fn fails the future
 // with a [*bulkhead.PanicError], a runtime.Goexit fails it too.
@@ -363,7 +365,12 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 		return b.refuse(r)
 	}
 	if b.hub.Active() {
-		n.queuedAt = now()
+		n.queuedAt = b.now()
+	}
+	var point time.Duration // until its deadline less MinDeadlineSlack, if it has one
+	if dl, ok := ctx.Deadline(); ok && b.cfg.Load().MinDeadlineSlack > 0 {
+		point = time.Until(dl) - b.cfg.Load().MinDeadlineSlack // > 0: tooLate said so
+		n.byDeadline, n.deadline = true, b.now()+int64(point)
 	}
 	n.state = stWaiting
 	n.ready = make(chan struct{})
@@ -377,17 +384,46 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 	b.mu.Unlock()
 	if len(bumped) > 0 && b.hub.Active() {
 		for _, w := range bumped {
-			b.publish(bulkhead.EventRejected, b.full.Load().err(bulkhead.ReasonWaiters, true), sinceOrZero(w.queuedAt), 0)
+			b.publish(bulkhead.EventRejected, b.full.Load().err(bulkhead.ReasonWaiters, true), b.sinceOrZero(w.queuedAt), 0)
 		}
 	}
-	return b.awaitRoom(ctx, n)
+	return b.awaitRoom(ctx, n, point)
+}
+
+// lateLocked refuses n, a waiting submitter's task just out of the line,
+// if its deadline less MinDeadlineSlack has come (awaitRoom reports it), so
+// that it is neither started nor queued then. b.mu must be held.
+func (b *Bulkhead) lateLocked(n *node) bool {
+	if !n.byDeadline || n.deadline > b.now() {
+		return false
+	}
+	n.state, n.late = stDone, true
+	b.rejected[bulkhead.ReasonDeadline].Add(1)
+	close(n.ready)
+	return true
 }
 
 // awaitRoom waits until n, the task of a submitter that waits for room, is
-// admitted (started or queued) or refused by Close, or ctx ends.
-func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
+// admitted (started or queued) or refused (by Close, for a newer
+// submitter, or, point > 0, when its deadline less MinDeadlineSlack comes
+// after point), or ctx ends.
+func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, point time.Duration) error {
+	var late <-chan time.Time
+	if point > 0 {
+		tm := time.NewTimer(point)
+		defer tm.Stop()
+		late = tm.C
+	}
 	select {
 	case <-n.ready:
+	case <-late:
+		b.mu.Lock()
+		if n.state == stWaiting {
+			b.waiting.remove(n)
+			n.deadline = b.now() // lateLocked's point, whatever the clocks' rounding
+			b.lateLocked(n)
+		}
+		b.mu.Unlock() // else admitted or refused meanwhile: ready is closed
 	case <-ctx.Done():
 		b.mu.Lock()
 		if n.state == stWaiting {
@@ -398,7 +434,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 			b.mu.Unlock()
 			err := ctx.Err()
 			if b.hub.Active() {
-				b.publish(bulkhead.EventCancelled, err, sinceOrZero(n.queuedAt), 0)
+				b.publish(bulkhead.EventCancelled, err, b.sinceOrZero(n.queuedAt), 0)
 			}
 			return err
 		}
@@ -409,6 +445,13 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node) error {
 	}
 	if n.bumped { // dropped for a newer submitter (counted and published there)
 		return b.full.Load().err(bulkhead.ReasonWaiters, true)
+	}
+	if n.late { // counted by lateLocked
+		fe := b.full.Load().err(bulkhead.ReasonDeadline, true)
+		if b.hub.Active() {
+			b.publish(bulkhead.EventRejected, fe, b.sinceOrZero(n.queuedAt), 0)
+		}
+		return fe
 	}
 	return nil
 }
@@ -429,7 +472,7 @@ func (b *Bulkhead) startLocked(n *node) {
 // submitter's context ends. b.mu must be held and the queue have room.
 func (b *Bulkhead) enqueueLocked(n *node) {
 	if n.queuedAt == 0 && b.hub.Active() {
-		n.queuedAt = now()
+		n.queuedAt = b.now()
 	}
 	n.state = stQueued
 	if n.lane != nil {
@@ -440,16 +483,19 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	b.storeSaturated()
 	cfg := b.cfg.Load()
 	if b.line.Clocked() {
-		n.joined = now()
+		n.joined = b.now()
 	}
 	d, r := cfg.QueueTimeout, bulkhead.ReasonTimeout
-	n.byDeadline = false
+	n.byDeadline, n.deadline = false, 0
 	if dl, ok := n.parent.Deadline(); ok && cfg.MinDeadlineSlack > 0 {
 		if w := time.Until(dl) - cfg.MinDeadlineSlack; d == 0 || w < d {
-			d, r, n.byDeadline, n.deadline = max(w, 1), bulkhead.ReasonDeadline, true, now()+int64(max(w, 1))
+			d, r, n.byDeadline = max(w, 1), bulkhead.ReasonDeadline, true
 		}
 	}
 	if d > 0 {
+		// popLocked compares deadline too: the timer's callback may not
+		// have the lock yet when a worker frees.
+		n.deadline = b.now() + int64(d)
 		n.expiry = time.AfterFunc(d, func() { b.dropBy(n, b.full.Load().err(r, true), bulkhead.EventRejected) })
 	}
 	if parent := n.parent; parent.Done() != nil {
@@ -488,17 +534,22 @@ func (b *Bulkhead) refillLocked() {
 	}
 	for n := b.waiting.head; n != nil && b.queue.len < b.cfg.Load().QueueCapacity; n = b.waiting.head {
 		b.waiting.remove(n)
-		b.enqueueLocked(n)
-		close(n.ready)
+		if !b.lateLocked(n) {
+			b.enqueueLocked(n)
+			close(n.ready)
+		}
 	}
 	b.storeSaturated()
 }
 
 // popLocked takes the next waiting task, or nil, for the caller to start:
 // the queue's next by the Config's order (its head, or its tail while
-// LIFO), else the oldest waiting submitter's. The tasks that CoDel or a
-// deadline drops instead go to shedNodes, for the caller to fail once b.mu
-// is released (takeShedLocked).
+// LIFO), else the oldest waiting submitter's. The tasks dropped instead go
+// to shedNodes, for the caller to fail once b.mu is released
+// (takeShedLocked): those CoDel sheds, those past their QueueTimeout or
+// deadline, and those whose submitter's context has ended (the drop that
+// context.AfterFunc runs may not have the lock yet), so that none of them
+// starts or holds back the line.
 func (b *Bulkhead) popLocked() *node {
 	if b.keys != nil {
 		return b.popKeyedLocked()
@@ -509,28 +560,54 @@ func (b *Bulkhead) popLocked() *node {
 		if b.line.LIFO(b.queue.len) {
 			n = b.queue.tail
 		}
-		if t == 0 && (b.line.Clocked() || n.byDeadline) {
-			t = now()
+		if t == 0 && (b.line.Clocked() || n.deadline != 0) {
+			t = b.now()
 		}
-		r := bulkhead.ReasonNone
-		if b.line.Clocked() && b.line.Serve(t, t-n.joined, t-head.joined) {
+		r, drop := bulkhead.ReasonNone, true
+		switch {
+		case n.stop != nil && n.parent.Err() != nil:
+			b.cancelled++ // failed with the context's error (refuseEach)
+		case b.line.Clocked() && b.line.Serve(t, t-n.joined, t-head.joined):
 			r = bulkhead.ReasonCoDel
-		} else if n.byDeadline && n.deadline <= t {
-			r = bulkhead.ReasonDeadline // never started too late
+		default:
+			r, drop = expired(n, t)
 		}
 		b.unqueueLocked(n)
-		if r == bulkhead.ReasonNone {
+		if !drop {
 			return n
 		}
-		n.state, n.reason = stDone, r
-		b.rejected[r].Add(1)
-		b.shedNodes = append(b.shedNodes, n)
+		b.shedLocked(n, r)
 	}
-	if n := b.waiting.pop(); n != nil {
-		close(n.ready)
-		return n
+	for n := b.waiting.pop(); n != nil; n = b.waiting.pop() {
+		if !b.lateLocked(n) {
+			close(n.ready)
+			return n
+		}
 	}
 	return nil
+}
+
+// expired reports whether queued n's deadline (QueueTimeout, or its
+// context's less MinDeadlineSlack) has come at t, and the reason to refuse
+// it for.
+func expired(n *node, t int64) (bulkhead.Reason, bool) {
+	switch {
+	case n.deadline != 0 && n.deadline <= t && n.byDeadline:
+		return bulkhead.ReasonDeadline, true // never started too late
+	case n.deadline != 0 && n.deadline <= t:
+		return bulkhead.ReasonTimeout, true
+	}
+	return bulkhead.ReasonNone, false
+}
+
+// shedLocked marks n, taken out of the queue, refused for r (none: its
+// context ended), for the caller to complete after the unlock.
+func (b *Bulkhead) shedLocked(n *node, r bulkhead.Reason) {
+	n.state, n.reason = stDone, r
+	if r != bulkhead.ReasonNone {
+		b.rejected[r].Add(1)
+	}
+	b.shedNodes = append(b.shedNodes, n)
 }
 
 // dropBy is dropQueued on a timer's goroutine (QueueTimeout, or n's
@@ -590,8 +667,8 @@ func (b *Bulkhead) run(n *node) (next *node) {
 	if b.hub.Active() {
 		start = clock.Now()
 		var wait time.Duration
-		if n.queuedAt != 0 { // the wait from the same clock read: now() at start
-			wait = time.Duration((int64(start.Sub(epoch)) | 1) - n.queuedAt)
+		if n.queuedAt != 0 { // the wait from the same clock read: b.now() at start
+			wait = time.Duration((int64(start.Sub(b.epoch)) | 1) - n.queuedAt)
 		}
 		b.publishAt(bulkhead.EventPermitted, start, nil, wait, 0)
 	}
@@ -734,7 +811,8 @@ func (b *Bulkhead) takeShedLocked() []*node {
 }
 
 // refusedAll fails the futures of queued tasks the queue's rules refused
-// after they waited, each with its reason's error, every one even if a
+// after they waited, each with its reason's error (the context's for a
+// task whose submitter's context ended), every one even if a
 // callback ends the goroutine, and ends takeShedLocked's busy count; nil
 // does nothing.
 func (b *Bulkhead) refusedAll(ns []*node) {
@@ -754,7 +832,11 @@ func (b *Bulkhead) refuseEach(ns []*node) {
 	}()
 	fe := b.full.Load()
 	for ; i < len(ns); i++ {
-		b.droppedAll(ns[i:i+1], bulkhead.EventRejected, fe.err(ns[i].reason, true))
+		if r := ns[i].reason; r == bulkhead.ReasonNone { // its submitter's context ended
+			b.droppedAll(ns[i:i+1], bulkhead.EventCancelled, ns[i].parent.Err())
+		} else {
+			b.droppedAll(ns[i:i+1], bulkhead.EventRejected, fe.err(r, true))
+		}
 	}
 }
 
@@ -783,22 +865,21 @@ func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 		n.j.settle()
 		n.drop()
 		if b.hub.Active() {
-			b.publish(typ, err, sinceOrZero(n.queuedAt), 0)
+			b.publish(typ, err, b.sinceOrZero(n.queuedAt), 0)
 		}
 	}
 }
 
-// now returns the monotonic time since epoch, never 0.
-func now() int64 { return int64(time.Since(epoch)) | 1 }
-
-var epoch = time.Now()
+// now returns the monotonic time since the Bulkhead was made, never 0:
+// a stamp from it is positive, in a testing/synctest bubble too.
+func (b *Bulkhead) now() int64 { return int64(time.Since(b.epoch)) | 1 }
 
 // sinceOrZero returns the time since t (from now), or 0 if t is 0.
-func sinceOrZero(t int64) time.Duration {
+func (b *Bulkhead) sinceOrZero(t int64) time.Duration {
 	if t == 0 {
 		return 0
 	}
-	return time.Duration(now() - t)
+	return time.Duration(b.now() - t)
 }
 
 // publish and publishAt publish an event of type typ.
@@ -816,7 +897,8 @@ func (b *Bulkhead) publishAt(typ bulkhead.EventType, at time.Time, err error, wa
 // fewer than the new MaxWorkers run. A smaller queue keeps the tasks it holds
 // but admits none until it is below the new capacity. A new QueueTimeout
 // applies to tasks queued after the call (a task keeps the deadline it was
-// queued with); a new KeepAlive to workers started after it. A change of
+// queued with); CoDel switched on counts the queued tasks' sojourn from the
+// call; a new KeepAlive applies to workers started after it. A change of
 // MaxWorkers publishes [bulkhead.EventLimitChanged]. After Close it returns
 // [bulkhead.ErrClosed].
 func (b *Bulkhead) Reconfigure(cfg Config) error {
@@ -871,7 +953,14 @@ func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old *ants.P
 	if cfg.MaxWorkers != b.cfg.Load().MaxWorkers {
 		limit = cfg.MaxWorkers
 	}
+	clocked := b.line.Clocked()
 	b.apply(cfg)
+	if !clocked && b.line.Clocked() { // CoDel from now: a task's sojourn from now, not from 0
+		t := b.now()
+		for n := b.queue.head; n != nil; n = n.next {
+			n.joined = t
+		}
+	}
 	for b.free() {
 		n := b.popLocked()
 		if n == nil {
@@ -937,7 +1026,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	b.releaseIfDone()
 	if b.hub.Active() {
 		for _, n := range refused {
-			b.publish(bulkhead.EventCancelled, bulkhead.ErrClosed, sinceOrZero(n.queuedAt), 0)
+			b.publish(bulkhead.EventCancelled, bulkhead.ErrClosed, b.sinceOrZero(n.queuedAt), 0)
 		}
 	}
 	select {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
@@ -315,5 +316,65 @@ func TestTaskContextCause(t *testing.T) {
 	f.Cancel()
 	if cause, err := wait(t, f); cause != context.Canceled || err != nil {
 		t.Fatalf("Cause = %v (%v), want context.Canceled", cause, err)
+	}
+}
+
+// A task's context after its future has completed (a goroutine of the task
+// may hold it): its deadline, Done, Err and cause stay as they were when
+// the task returned; only the submitter's values are gone, so that a held
+// future does not keep them (TestCompletedFutureDoesNotRetainTask).
+func TestTaskContextStableAfterCompletion(t *testing.T) {
+	cause := errors.New("the request ended")
+	for _, tc := range []struct {
+		name   string
+		end    bool // the submitter's context ends, with cause, while the task runs
+		asks   bool // the task asks for Done
+		wantCs error
+	}{
+		{"returned", false, false, context.Canceled},
+		{"returned, Done asked", false, true, context.Canceled},
+		{"submitter ended", true, false, cause},
+		{"submitter ended, Done asked", true, true, cause},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1})
+			deadline := time.Now().Add(time.Hour)
+			vctx, stop := context.WithDeadline(context.WithValue(context.Background(), ctxKey{}, "v"), deadline)
+			defer stop()
+			parent, cancel := context.WithCancelCause(vctx)
+			defer cancel(nil)
+			var taskCtx context.Context
+			f, err := pool.Submit(parent, b, func(ctx context.Context) (int, error) {
+				taskCtx = ctx
+				if tc.asks {
+					ctx.Done()
+				}
+				if tc.end {
+					cancel(cause)
+				}
+				return 0, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wait(t, f)
+			if err := b.Close(guardCtx(t)); err != nil { // the worker is done with the task
+				t.Fatal(err)
+			}
+			d, ok := taskCtx.Deadline()
+			done := false
+			select {
+			case <-taskCtx.Done():
+				done = true
+			default:
+			}
+			if !ok || !d.Equal(deadline) || !done || !errors.Is(taskCtx.Err(), context.Canceled) || context.Cause(taskCtx) != tc.wantCs {
+				t.Fatalf("after completion: Deadline %v %v, Done closed %v, Err %v, Cause %v; want %v true, true, Canceled, %v",
+					d, ok, done, taskCtx.Err(), context.Cause(taskCtx), deadline, tc.wantCs)
+			}
+			if v := taskCtx.Value(ctxKey{}); v != nil {
+				t.Fatalf("after completion the context still carries the submitter's value %v", v)
+			}
+		})
 	}
 }

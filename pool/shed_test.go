@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -269,8 +270,11 @@ func TestPoolDeadlineRaceWithFreedWorker(t *testing.T) {
 }
 
 // The head rule: a queued task that leaves (its future cancelled, its
-// deadline passed) never holds up the tasks behind it, in either order.
-func TestPoolCancelledOrExpiredHeadDoesNotBlock(t *testing.T) {
+// deadline passed and its timer run) never holds up the tasks behind it,
+// in either order. A context's end, and a timer late for its lock, are
+// TestPoolContextEndedHeadNeverStarts and
+// TestPoolExpiredHeadNeverStartsBeforeItsTimer.
+func TestPoolFutureCancelledOrTimedOutHeadDoesNotBlock(t *testing.T) {
 	for _, o := range []bulkhead.QueueOrder{bulkhead.FIFO, bulkhead.LIFO} {
 		t.Run(o.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -409,4 +413,232 @@ func TestPoolValidateQueueFields(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lateCtx is a context whose AfterFunc callbacks run only when runLate is
+// called: it holds open the moment between a context's end (Done closed,
+// Err set) and the goroutine context.AfterFunc starts for it.
+type lateCtx struct {
+	context.Context // Background: no deadline, no values
+	done            chan struct{}
+	fs              []func() // nil once stopped or run
+}
+
+func newLateCtx() *lateCtx {
+	return &lateCtx{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (c *lateCtx) Done() <-chan struct{} { return c.done }
+func (c *lateCtx) cancel()               { close(c.done) }
+func (c *lateCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// AfterFunc is what context.AfterFunc calls on a context that has it.
+// Only the test and the pool's submitter use c, under the pool's lock or
+// before the pool sees c, so fs needs no lock of its own in these tests.
+func (c *lateCtx) AfterFunc(f func()) (stop func() bool) {
+	i := len(c.fs)
+	c.fs = append(c.fs, f)
+	return func() bool {
+		ok := c.fs[i] != nil
+		c.fs[i] = nil
+		return ok
+	}
+}
+
+// runLate runs the callbacks not stopped, on goroutines of their own.
+func (c *lateCtx) runLate() {
+	for i, f := range c.fs {
+		if f != nil {
+			c.fs[i] = nil
+			go f()
+		}
+	}
+}
+
+// The head rule when a worker frees before the drop that a queued task's
+// context's end starts has run: the worker drops that task, counted
+// cancelled with the context's error, and starts the next one.
+func TestPoolContextEndedHeadNeverStarts(t *testing.T) {
+	for _, o := range []bulkhead.QueueOrder{bulkhead.FIFO, bulkhead.LIFO} {
+		t.Run(o.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, done := shedPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 2, QueueTimeout: time.Hour, QueueOrder: o})
+				defer done()
+				release := hold(t, b)
+				var next *[]int
+				if o == bulkhead.LIFO {
+					next = order(t, b, 1)
+				}
+				lctx := newLateCtx()
+				ran := false
+				f, err := b.TryGo(lctx, func(context.Context) error { ran = true; return nil })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o == bulkhead.FIFO {
+					next = order(t, b, 1)
+				}
+				lctx.cancel() // its AfterFunc has not run
+				release()
+				lctx.runLate()
+				synctest.Wait()
+				if _, err := f.Result(); ran || !errors.Is(err, context.Canceled) {
+					t.Fatalf("task whose context had ended: ran %v, err %v", ran, err)
+				}
+				if !sameInts(*next, []int{1}) {
+					t.Fatalf("the task behind it did not start: %v", *next)
+				}
+				if s := b.Stats(); s.Cancelled != 1 || s.Finished != 2 || s.QueueDepth != 0 {
+					t.Fatalf("stats %+v", s)
+				}
+			})
+		})
+	}
+}
+
+// Issue 24's example for a submitter waiting for room (Go, Bulkhead.Go):
+// a 50ms deadline, a 10ms slack, a worker freed at 45ms: the submitter is
+// refused at 40ms (reason deadline, waited), and its task neither starts
+// nor enters the queue.
+func TestPoolWaitingSubmitterRefusedAtDeadlineLessSlack(t *testing.T) {
+	for _, queue := range []int{0, 1} {
+		for _, method := range []string{"Go", "Bulkhead.Go"} {
+			t.Run(fmt.Sprintf("queue %d, %s", queue, method), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					b, done := shedPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: queue, MinDeadlineSlack: 10 * time.Millisecond})
+					defer done()
+					if _, err := b.TryGo(context.Background(), func(context.Context) error {
+						time.Sleep(45 * time.Millisecond)
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+					for range queue { // fill the queue
+						if _, err := b.TryGo(context.Background(), func(context.Context) error { return nil }); err != nil {
+							t.Fatal(err)
+						}
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+					defer cancel()
+					start := time.Now()
+					ran := false
+					var err error
+					if method == "Go" {
+						_, err = pool.Go(ctx, b, func(context.Context) (int, error) { ran = true; return 0, nil })
+					} else {
+						_, err = b.Go(ctx, func(context.Context) error { ran = true; return nil })
+					}
+					if at := time.Since(start); at != 40*time.Millisecond {
+						t.Fatalf("Go returned at %v (err %v), want 40ms", at, err)
+					}
+					wantFull(t, "the waiting submitter", err, bulkhead.ReasonDeadline, true)
+					time.Sleep(10 * time.Millisecond)
+					synctest.Wait()
+					if s := b.Stats(); ran || s.RejectedBy[bulkhead.ReasonDeadline] != 1 || s.Waiting != 0 || s.Permitted != uint64(1+queue) {
+						t.Fatalf("ran %v, stats %+v", ran, s)
+					}
+				})
+			})
+		}
+	}
+}
+
+// CoDel switched on by Reconfigure while tasks are queued measures their
+// sojourn from the change, not from the pool's birth: with the same
+// schedule it sheds nothing, as it does when configured from the start.
+// The pool is a second old first, so that a sojourn measured from its
+// birth would be long (stamps are from the pool's birth, in the bubble).
+func TestPoolCoDelAddedByReconfigureMeasuresFromTheChange(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(fmt.Sprint("late ", late), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := pool.Config{MaxWorkers: 1, QueueCapacity: 10, QueueTimeout: time.Hour}
+				codel := &bulkhead.CoDel{Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond}
+				if !late {
+					cfg.CoDel = codel
+				}
+				b, done := shedPool(t, cfg)
+				defer done()
+				time.Sleep(time.Second)
+				for _, d := range []time.Duration{time.Millisecond, 100 * time.Millisecond, time.Millisecond} {
+					if _, err := b.TryGo(context.Background(), func(context.Context) error { time.Sleep(d); return nil }); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if late {
+					cfg.CoDel = codel
+					if err := b.Reconfigure(cfg); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(80 * time.Millisecond)
+				var fs []*future.Future[struct{}]
+				for range 3 { // each waits about 22ms, behind the 100ms task: a burst, not a standing line
+					f, err := b.TryGo(context.Background(), func(context.Context) error { return nil })
+					if err != nil {
+						t.Fatal(err)
+					}
+					fs = append(fs, f)
+				}
+				time.Sleep(time.Second)
+				for i, f := range fs {
+					if _, err := f.Result(); err != nil {
+						t.Errorf("task %d: %v", i, err)
+					}
+				}
+				if s := b.Stats(); s.RejectedBy[bulkhead.ReasonCoDel] != 0 || s.Finished != 6 {
+					t.Fatalf("stats %+v", s)
+				}
+			})
+		})
+	}
+}
+
+// The head rule in a keyed pool: a worker that frees before the drop that
+// a queued task's context's end starts has run drops that task (counted
+// cancelled) and starts the next lane's head.
+func TestKeyedPoolStaleHeadNeverStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, err := pool.NewKeyed[string]("test", pool.KeyedConfig{Config: pool.Config{MaxWorkers: 1, QueueCapacity: 4, QueueTimeout: time.Hour}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close(context.Background())
+		hold := make(chan struct{})
+		if _, err := pool.SubmitKeyed(context.Background(), k, "a", func(context.Context) (int, error) { <-hold; return 0, nil }); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		lctx := newLateCtx()
+		ran := false
+		f, err := pool.SubmitKeyed(lctx, k, "b", func(context.Context) (int, error) { ran = true; return 0, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := pool.SubmitKeyed(context.Background(), k, "c", func(context.Context) (int, error) { return 3, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		lctx.cancel() // its AfterFunc has not run
+		close(hold)
+		synctest.Wait()
+		lctx.runLate()
+		synctest.Wait()
+		if _, err := f.Result(); ran || !errors.Is(err, context.Canceled) {
+			t.Fatalf("task whose context had ended: ran %v, err %v", ran, err)
+		}
+		if v, err := next.Result(); v != 3 || err != nil {
+			t.Fatalf("the next lane's task: %v, %v", v, err)
+		}
+		if s := k.Stats(); s.Cancelled != 1 || s.Finished != 2 || s.QueueDepth != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
 }

@@ -53,10 +53,11 @@ type node struct {
 	state      nodeState
 	refused    bool            // Close refused it while its submitter waited for room; set before ready closes
 	bumped     bool            // dropped for a newer submitter (MaxWaitingCalls); set before ready closes
-	byDeadline bool            // its queue deadline is its submitter's, less MinDeadlineSlack
+	late       bool            // refused at its deadline less MinDeadlineSlack while its submitter waited; same
+	byDeadline bool            // its deadline (below) is its submitter's, less MinDeadlineSlack
 	reason     bulkhead.Reason // why the queue's rules dropped it, if they did
 	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
-	deadline   int64           // from now(): when byDeadline drops it from the queue
+	deadline   int64           // from now(): when QueueTimeout or (byDeadline) the slack drops it; 0: never
 	inGroup    bool            // in the pool, for its Group (guarded by the Group's mutex)
 	lent       bool            // a task started in this task's slot runs (see help)
 	queuedAt   int64           // from now(); set only while someone is subscribed
@@ -160,14 +161,34 @@ func (n *node) Cancel() {
 
 // drop is called once n's future has completed: the future keeps the
 // task's memory, but neither its function nor its submitter's context nor
-// the Bulkhead. (Goroutines of the task may still use its context.)
+// the Bulkhead. Goroutines of the task may still use its context: it keeps
+// its deadline, its Done, Err and cause, and loses only the submitter's
+// values (see the package doc).
 func (n *node) drop() {
 	n.j.clear()
 	n.cmu.Lock()
 	n.endLocked()
-	n.parent, n.inner, n.cancel, n.b, n.grp, n.err = context.Background(), nil, nil, nil, nil, nil
+	var keep context.Context = context.Background()
+	if d, ok := n.parent.Deadline(); ok {
+		keep = deadlineOnly{keep, d}
+	}
+	if cause := context.Cause(n.ctxLocked()); cause != nil && cause != n.cerr {
+		c, cancel := context.WithCancelCause(keep) // rare: the submitter's context ended with a cause
+		cancel(cause)
+		keep = c
+	}
+	n.parent, n.inner, n.cancel, n.b, n.grp, n.err = keep, nil, nil, nil, nil, nil
 	n.cmu.Unlock()
 }
+
+// deadlineOnly is what a completed task's context keeps of its
+// submitter's deadline (see drop).
+type deadlineOnly struct {
+	context.Context // context.Background()
+	d               time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.d, true }
 
 // pool returns n's Bulkhead, or nil once n is dropped.
 func (n *node) pool() *Bulkhead {
