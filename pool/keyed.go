@@ -189,13 +189,29 @@ func (k *Keyed[K]) Key(key K) (running, queued int) {
 // smaller QueueCapacityPerKey keeps what runs and is queued, and starts or
 // admits no more of a key until it is below the new limit.
 func (k *Keyed[K]) Reconfigure(cfg KeyedConfig) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("pool %q: %w", k.b.name, err)
-	}
-	return k.b.ReconfigureFunc(func(Config) (Config, bool) {
+	return k.ReconfigureFunc(func(KeyedConfig) (KeyedConfig, bool) { return cfg, true })
+}
+
+// ReconfigureFunc applies, as Reconfigure does, the configuration that f
+// returns given the one in force, or changes nothing if f returns false. f
+// runs under the pool's lock, as for [Bulkhead.ReconfigureFunc].
+func (k *Keyed[K]) ReconfigureFunc(f func(KeyedConfig) (KeyedConfig, bool)) error {
+	var bad error
+	err := k.b.ReconfigureFunc(func(c Config) (Config, bool) {
+		cfg, ok := f(KeyedConfig{Config: c, MaxRunningPerKey: k.b.keys.maxRun, QueueCapacityPerKey: k.b.keys.maxQueue})
+		if !ok {
+			return c, false
+		}
+		if bad = cfg.Validate(); bad != nil {
+			return c, false
+		}
 		k.b.keys.set(cfg) // under b.mu; the loop after it starts what may start
 		return cfg.Config, true
 	})
+	if bad != nil {
+		return fmt.Errorf("pool %q: %w", k.b.name, bad)
+	}
+	return err
 }
 
 // Close is [Bulkhead.Close].

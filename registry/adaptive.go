@@ -83,6 +83,8 @@ func (e *entry) sync() (changed bool, err error) {
 		return syncIf(b, e, func(sp spec) pool.Config { return sp.pool })
 	case conditional[semaphore.KeyedConfig]:
 		return syncIf(b, e, func(sp spec) semaphore.KeyedConfig { return *sp.keyed })
+	case conditional[pool.KeyedConfig]:
+		return syncIf(b, e, func(sp spec) pool.KeyedConfig { return *sp.keyedPool })
 	}
 	return false, nil
 }

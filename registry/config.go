@@ -89,22 +89,26 @@ func LoadFile(path string) (Config, error) {
 // spec is what a configuration resolves for one bulkhead: the config of
 // its kind (those of the other kinds are unused).
 type spec struct {
-	sem      semaphore.Config
-	pool     pool.Config
-	keyed    *semaphore.KeyedConfig // a keyed semaphore's; nil: not keyed
-	size     int                    // event buffer size
-	adaptive *adaptive.Config       // nil: no controller
+	sem       semaphore.Config
+	pool      pool.Config
+	keyed     *semaphore.KeyedConfig // a keyed semaphore's; nil: not keyed
+	keyedPool *pool.KeyedConfig      // a keyed pool's; nil: not keyed
+	size      int                    // event buffer size
+	adaptive  *adaptive.Config       // nil: no controller
 }
 
 // specOf resolves k's spec from res, and whether res lists it.
 func specOf(res *config.Resolved, k key) (spec, bool) {
 	if k.kind == bulkhead.Pool {
 		c, x, ok := res.Pool(k.name)
-		return spec{pool: c, size: x.Buffer, adaptive: x.Adaptive}, ok
+		return spec{pool: c, keyedPool: x.KeyedPool, size: x.Buffer, adaptive: x.Adaptive}, ok
 	}
 	c, x, ok := res.Semaphore(k.name)
 	return spec{sem: c, keyed: x.Keyed, size: x.Buffer, adaptive: x.Adaptive}, ok
 }
+
+// isKeyed reports whether sp is a keyed semaphore's or a keyed pool's.
+func (sp spec) isKeyed() bool { return sp.keyed != nil || sp.keyedPool != nil }
 
 // limit is sp's MaxConcurrentCalls or MaxWorkers.
 func (sp spec) limit(k bulkhead.Kind) int {
@@ -127,6 +131,8 @@ func (sp spec) withLimit(n int) spec {
 func newBulkhead(k key, sp spec, n int) (handle, error) {
 	sp = sp.withLimit(n)
 	switch {
+	case sp.keyedPool != nil:
+		return pool.NewKeyed[string](k.name, *sp.keyedPool)
 	case k.kind == bulkhead.Pool:
 		return pool.New(k.name, sp.pool)
 	case sp.keyed != nil:
@@ -135,14 +141,18 @@ func newBulkhead(k key, sp spec, n int) (handle, error) {
 	return semaphore.New(k.name, sp.sem)
 }
 
-// kindError says why a semaphore of the wrong form for the call (keyed or
+// kindError says why a bulkhead of the wrong form for the call (keyed or
 // not) cannot be returned.
 func kindError(k key, isKeyed, keyed bool) error {
+	keys, get := "maxConcurrentCallsPerKey", "Semaphore"
+	if k.kind == bulkhead.Pool {
+		keys, get = "maxRunningPerKey or queueCapacityPerKey", "Pool"
+	}
 	switch {
-	case k.kind == bulkhead.Pool || isKeyed == keyed:
+	case isKeyed == keyed:
 		return nil
 	case isKeyed:
-		return fmt.Errorf("registry: semaphore %q is keyed (maxConcurrentCallsPerKey): get it with KeyedSemaphore", k.name)
+		return fmt.Errorf("registry: %s %q is keyed (%s): get it with Keyed%s", k.kind, k.name, keys, get)
 	}
-	return fmt.Errorf("registry: semaphore %q is not keyed (no maxConcurrentCallsPerKey): get it with Semaphore", k.name)
+	return fmt.Errorf("registry: %s %q is not keyed (no %s): get it with %s", k.kind, k.name, keys, get)
 }

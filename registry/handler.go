@@ -30,7 +30,7 @@ type instanceStatus struct {
 	// Adaptive is the controller's adaptive.State, for an instance with
 	// an adaptive block only.
 	Adaptive *adaptive.State `json:"adaptive,omitempty"`
-	// Keys are a keyed semaphore's key counts, never a key.
+	// Keys are a keyed bulkhead's key counts, never a key.
 	Keys *bulkhead.KeyStats `json:"keys,omitempty"`
 	// Shadow is a shadowed or observe-only semaphore's ShadowStats.
 	Shadow *statusShadow `json:"shadow,omitempty"`
@@ -43,6 +43,8 @@ type statusConfig struct {
 	MaxWaitDuration    string `json:"maxWaitDuration,omitempty"`
 	MaxWorkers         int    `json:"maxWorkers,omitempty"`
 	QueueCapacity      *int   `json:"queueCapacity,omitempty"`
+	MaxRunningPerKey   int    `json:"maxRunningPerKey,omitempty"`
+	QueueCapPerKey     int    `json:"queueCapacityPerKey,omitempty"`
 	QueueTimeout       string `json:"queueTimeout,omitempty"`
 	KeepAlive          string `json:"keepAlive,omitempty"`
 	// The line's shedding rules, where set (docs/shedding.md).
@@ -143,12 +145,21 @@ func configOf(b handle) statusConfig {
 		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, PerKey: c.PerKey.MaxConcurrentCalls, MaxActiveKeys: c.MaxActiveKeys,
 			MaxWaitDuration: c.PerKey.MaxWaitDuration.String()}
 	case *pool.Bulkhead:
+		return poolStatus(b.Config())
+	case *pool.Keyed[string]:
 		c := b.Config()
-		return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
-			QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}.
-			withLine(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel)
+		st := poolStatus(c.Config)
+		st.MaxRunningPerKey, st.QueueCapPerKey = c.MaxRunningPerKey, c.QueueCapacityPerKey
+		return st
 	}
 	return statusConfig{}
+}
+
+// poolStatus is configOf for a pool's Config.
+func poolStatus(c pool.Config) statusConfig {
+	return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
+		QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}.
+		withLine(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel)
 }
 
 func durText(d time.Duration) string {

@@ -8,9 +8,9 @@ import (
 )
 
 // KeyedCollector returns a prometheus.Collector over keyed bulkheads made in
-// code (such as semaphore.Keyed), read at scrape time: the series that
+// code (semaphore.Keyed, pool.Keyed), read at scrape time: the series that
 // RegisterMetrics exports for every bulkhead, of their totals over all keys,
-// and the key counts that it exports for the registry's keyed semaphores:
+// and the key counts that it exports for the registry's keyed bulkheads:
 // bulkhead_active_keys, bulkhead_idle_keys, bulkhead_keys_evicted_total and
 // bulkhead_keyed_rejections_total{reason="key"|"total"|"keys"}. No series
 // has a key label: keys are often user ids. It is unchecked, so that it may

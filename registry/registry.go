@@ -108,7 +108,8 @@ type EntryEvent struct {
 	Type EntryEventType
 	Name string
 	Kind bulkhead.Kind
-	// Instance is the *semaphore.Bulkhead or *pool.Bulkhead concerned.
+	// Instance is the *semaphore.Bulkhead, *semaphore.Keyed[string],
+	// *pool.Bulkhead or *pool.Keyed[string] concerned.
 	Instance bulkhead.Instance
 }
 
@@ -185,10 +186,16 @@ func listed(res *config.Resolved, k bulkhead.Kind) []string {
 // closeEntries closes the pools of entries never shared (they have no tasks).
 func closeEntries(es []*entry) {
 	for _, e := range es {
-		if p, ok := e.b.(*pool.Bulkhead); ok {
+		if p, ok := e.b.(poolCloser); ok {
 			_ = p.Close(context.Background())
 		}
 	}
+}
+
+// poolCloser is a pool, keyed or not, as Close and closeEntries use it.
+type poolCloser interface {
+	Name() string
+	Close(context.Context) error
 }
 
 // checkName refuses an empty name or one not valid UTF-8.
@@ -245,8 +252,8 @@ func (r *Registry) deliver() {
 	r.pending = nil
 }
 
-// get returns the named entry of kind k, creating it if need be; a
-// semaphore must be keyed or not, as keyed says.
+// get returns the named entry of kind k, creating it if need be; it must be
+// keyed or not, as keyed says.
 func (r *Registry) get(k bulkhead.Kind, name string, keyed bool) (*entry, error) {
 	r.mu.Lock()
 	if r.closed {
@@ -255,11 +262,11 @@ func (r *Registry) get(k bulkhead.Kind, name string, keyed bool) (*entry, error)
 	}
 	if e, ok := r.entries[key{k, name}]; ok {
 		r.mu.Unlock()
-		_, isKeyed := e.b.(*semaphore.Keyed[string])
+		_, isKeyed := e.b.(bulkhead.KeyedInstance)
 		return e, kindError(e.key, isKeyed, keyed)
 	}
 	sp, ok := specOf(r.res, key{k, name})
-	if err := kindError(key{k, name}, sp.keyed != nil, keyed); err != nil {
+	if err := kindError(key{k, name}, sp.isKeyed(), keyed); err != nil {
 		r.mu.Unlock()
 		return nil, err
 	}
@@ -314,6 +321,18 @@ func (r *Registry) Pool(name string) (*pool.Bulkhead, error) {
 		return nil, err
 	}
 	return e.b.(*pool.Bulkhead), nil
+}
+
+// KeyedPool returns the keyed pool called name, one whose configuration
+// sets maxRunningPerKey or queueCapacityPerKey, as [Registry.Pool] does.
+// Asking Pool for a keyed one, or KeyedPool for a plain one, is an error
+// that says which it is.
+func (r *Registry) KeyedPool(name string) (*pool.Keyed[string], error) {
+	e, err := r.get(bulkhead.Pool, name, true)
+	if err != nil {
+		return nil, err
+	}
+	return e.b.(*pool.Keyed[string]), nil
 }
 
 // Find returns the named bulkhead of kind k without creating it.
@@ -435,10 +454,10 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	plan := make([]change, 0, len(es))
 	for _, e := range es {
 		sp, _ := specOf(res, e.key)
-		if _, isKeyed := e.b.(*semaphore.Keyed[string]); isKeyed != (sp.keyed != nil) && e.kind == bulkhead.Semaphore {
+		if _, isKeyed := e.b.(bulkhead.KeyedInstance); isKeyed != sp.isKeyed() {
 			r.mu.Unlock()
-			return fmt.Errorf("registry: the new configuration makes semaphore %q %s, which it is not now; the running configuration stays (Remove it first)",
-				e.name, map[bool]string{true: "plain", false: "keyed"}[isKeyed])
+			return fmt.Errorf("registry: the new configuration makes %s %q %s, which it is not now; the running configuration stays (Remove it first)",
+				e.kind, e.name, map[bool]string{true: "plain", false: "keyed"}[isKeyed])
 		}
 		// The controller stays while its block does; a new or changed
 		// block starts a new one.
@@ -558,10 +577,10 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.closeDone = make(chan struct{})
-	var pools []*pool.Bulkhead
+	var pools []poolCloser
 	for _, e := range r.entries {
 		e.control().detach()
-		if p, ok := e.b.(*pool.Bulkhead); ok {
+		if p, ok := e.b.(poolCloser); ok {
 			pools = append(pools, p)
 		}
 	}

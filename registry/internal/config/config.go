@@ -69,7 +69,10 @@ type PoolSpec struct {
 	KeepAlive       *time.Duration   // keepAliveDuration
 	EventBufferSize *int             // as in SemaphoreSpec
 	Adaptive        *adaptive.Config // as in SemaphoreSpec
-	Line                             // as in SemaphoreSpec
+	// MaxRunningPerKey and QueueCapacityPerKey make the instance a keyed
+	// pool (pool.KeyedConfig's fields of the same names).
+	MaxRunningPerKey, QueueCapacityPerKey *int
+	Line                                  // as in SemaphoreSpec
 }
 
 func (s SemaphoreSpec) common() (string, *int, *adaptive.Config) {
@@ -105,6 +108,8 @@ var (
 		ptr("keepAliveDuration", "KeepAlive", duration, func(s *PoolSpec) **time.Duration { return &s.KeepAlive }, func(c *pool.Config) *time.Duration { return &c.KeepAlive }, "keepAlive"),
 		baseConfig[PoolSpec, pool.Config](func(s *PoolSpec) *string { return &s.BaseConfig }),
 		ptr[PoolSpec, pool.Config]("eventConsumerBufferSize", "EventBufferSize", integer, func(s *PoolSpec) **int { return &s.EventBufferSize }, nil),
+		ptr[PoolSpec, pool.Config]("maxRunningPerKey", "MaxRunningPerKey", integer, func(s *PoolSpec) **int { return &s.MaxRunningPerKey }, nil),
+		ptr[PoolSpec, pool.Config]("queueCapacityPerKey", "QueueCapacityPerKey", integer, func(s *PoolSpec) **int { return &s.QueueCapacityPerKey }, nil),
 		{key: "writableStackTraceEnabled"}, {key: "contextPropagators"}, {key: "tags"},
 	}, block[PoolSpec, pool.Config]("adaptive", "Adaptive", func(s *PoolSpec) **adaptive.Config { return &s.Adaptive }, nil, nil, adaptiveKeys),
 		lineKeys(func(s *PoolSpec) *Line { return &s.Line }, func(c *pool.Config) configLine {
@@ -408,9 +413,10 @@ type Resolved struct {
 
 // Extra is what a configuration gives a bulkhead besides its Config.
 type Extra struct {
-	Buffer   int                    // event buffer size
-	Adaptive *adaptive.Config       // nil: no controller
-	Keyed    *semaphore.KeyedConfig // a keyed semaphore's config; nil: not keyed
+	Buffer    int                    // event buffer size
+	Adaptive  *adaptive.Config       // nil: no controller
+	Keyed     *semaphore.KeyedConfig // a keyed semaphore's config; nil: not keyed
+	KeyedPool *pool.KeyedConfig      // a keyed pool's config; nil: not keyed
 }
 
 // Validate checks every value, name and BaseConfig reference; the error
@@ -433,7 +439,7 @@ func Resolve(c Config) (*Resolved, error) {
 func resolve(c Config, l *errList, loc locator) *Resolved {
 	return &Resolved{cfg: c,
 		sem:  semaphoreKind.compile(c.SemaphoreConfigs, c.Semaphores, l, loc, checkKeyed),
-		pool: poolKind.compile(c.PoolConfigs, c.Pools, l, loc, checkCore)}
+		pool: poolKind.compile(c.PoolConfigs, c.Pools, l, loc, checkKeyedPool)}
 }
 
 // Semaphore returns what r gives the named semaphore, and whether r lists
@@ -452,7 +458,11 @@ func (r *Resolved) Semaphore(name string) (semaphore.Config, Extra, bool) {
 // Pool returns what r gives the named pool, and whether r lists it.
 func (r *Resolved) Pool(name string) (pool.Config, Extra, bool) {
 	s, ok := r.cfg.Pools[name]
-	c, x := poolKind.build(poolKind.instance(r.pool, s))
+	s = poolKind.instance(r.pool, s)
+	c, x := poolKind.build(s)
+	if s.MaxRunningPerKey != nil || s.QueueCapacityPerKey != nil {
+		x.KeyedPool = &pool.KeyedConfig{Config: c, MaxRunningPerKey: *cmp.Or(s.MaxRunningPerKey, new(0)), QueueCapacityPerKey: *cmp.Or(s.QueueCapacityPerKey, new(0))}
+	}
 	return c, x, ok
 }
 
@@ -505,6 +515,32 @@ func checkKeyed(s SemaphoreSpec, _ semaphore.Config, l *errList, loc locator, sh
 		fail("maxActiveKeys", "must be >= 0 (0 means 65536), got %d", *s.MaxActiveKeys)
 	case s.Adaptive != nil:
 		fail("adaptive", "is not supported on a keyed semaphore (one with maxConcurrentCallsPerKey)")
+	}
+}
+
+// checkKeyedPool checks checkCore's key and those that make a pool keyed,
+// this library's extension; the bounds that depend on maxThreadPoolSize and
+// queueCapacity are checked on instances only.
+func checkKeyedPool(s PoolSpec, c pool.Config, l *errList, loc locator, shared bool, name string) {
+	checkCore(s, c, l, loc, shared, name)
+	fail := func(key, format string, args ...any) {
+		w := loc.locate("pool", shared, name, key)
+		l.add(w, "%s %q: %s "+format, append([]any{section("pool", shared), name, w.key}, args...)...)
+	}
+	run, queue := s.MaxRunningPerKey, s.QueueCapacityPerKey
+	const which = "a keyed pool (one with maxRunningPerKey or queueCapacityPerKey)"
+	switch {
+	case run == nil && queue == nil:
+	case run != nil && (*run < 0 || !shared && *run > c.MaxWorkers):
+		fail("maxRunningPerKey", "must be between 0 and maxThreadPoolSize (%d) (0 means maxThreadPoolSize), got %d", c.MaxWorkers, *run)
+	case queue != nil && (*queue < 0 || !shared && *queue > c.QueueCapacity):
+		fail("queueCapacityPerKey", "must be between 0 and queueCapacity (%d) (0 means queueCapacity), got %d", c.QueueCapacity, *queue)
+	case s.Adaptive != nil:
+		fail("adaptive", "is not supported on %s", which)
+	case c.QueueOrder != bulkhead.FIFO:
+		fail("queueOrder", "must be fifo on %s, whose keys' tasks start in submission order, got %v", which, c.QueueOrder)
+	case c.CoDel != nil:
+		fail("codel", "is not supported on %s", which)
 	}
 }
 
