@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/internal/shed"
 )
 
 // MaxLimit is the largest MaxWorkers and the largest QueueCapacity a
@@ -87,18 +88,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("queueTimeout must be >= 0, got %v", c.QueueTimeout)
 	case c.KeepAlive < 0:
 		return fmt.Errorf("keepAlive must be >= 0, got %v", c.KeepAlive)
-	case c.MaxWaitingCalls < 0:
-		return fmt.Errorf("maxWaitingCalls must be >= 0, got %d", c.MaxWaitingCalls)
-	case c.MinDeadlineSlack < 0:
-		return fmt.Errorf("minDeadlineSlack must be >= 0, got %v", c.MinDeadlineSlack)
-	case c.QueueOrder > bulkhead.AdaptiveLIFO:
-		return fmt.Errorf("queueOrder must be fifo, lifo or adaptiveLifo, got %v", c.QueueOrder)
-	case c.LIFOThreshold < 0:
-		return fmt.Errorf("lifoThreshold must be >= 0, got %d", c.LIFOThreshold)
-	case c.LIFOThreshold > 0 && c.QueueOrder != bulkhead.AdaptiveLIFO:
-		return fmt.Errorf("lifoThreshold %d applies only to queueOrder adaptiveLifo, got queueOrder %v", c.LIFOThreshold, c.QueueOrder)
-	case c.QueueOrder == bulkhead.AdaptiveLIFO && c.LIFOThreshold == 0 && c.CoDel == nil:
-		return fmt.Errorf("queueOrder adaptiveLifo needs lifoThreshold > 0 or codel, got neither")
+	}
+	if err := shed.Validate(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel); err != nil {
+		return err
+	}
+	switch {
 	case c.QueueOrder != bulkhead.FIFO && c.QueueTimeout == 0:
 		// so that nobody waits forever at the back of a LIFO queue
 		return fmt.Errorf("queueOrder %v needs queueTimeout > 0 (a bounded wait), got 0", c.QueueOrder)
@@ -106,9 +100,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("queueOrder %v needs queueCapacity > 0 (a queue), got 0", c.QueueOrder)
 	case c.QueueCapacity == 0 && c.CoDel != nil:
 		return fmt.Errorf("codel needs queueCapacity > 0 (a queue), got 0")
-	}
-	if c.CoDel != nil {
-		return c.CoDel.Validate()
 	}
 	return nil
 }

@@ -89,23 +89,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("maxConcurrentCalls must be <= %d, got %d", MaxLimit, c.MaxConcurrentCalls)
 	case c.MaxWaitDuration < 0:
 		return fmt.Errorf("maxWaitDuration must be >= 0, got %v", c.MaxWaitDuration)
-	case c.MaxWaitingCalls < 0:
-		return fmt.Errorf("maxWaitingCalls must be >= 0, got %d", c.MaxWaitingCalls)
-	case c.MinDeadlineSlack < 0:
-		return fmt.Errorf("minDeadlineSlack must be >= 0, got %v", c.MinDeadlineSlack)
-	case c.QueueOrder > bulkhead.AdaptiveLIFO:
-		return fmt.Errorf("queueOrder must be fifo, lifo or adaptiveLifo, got %v", c.QueueOrder)
-	case c.LIFOThreshold < 0:
-		return fmt.Errorf("lifoThreshold must be >= 0, got %d", c.LIFOThreshold)
-	case c.LIFOThreshold > 0 && c.QueueOrder != bulkhead.AdaptiveLIFO:
-		return fmt.Errorf("lifoThreshold %d applies only to queueOrder adaptiveLifo, got queueOrder %v", c.LIFOThreshold, c.QueueOrder)
-	case c.QueueOrder == bulkhead.AdaptiveLIFO && c.LIFOThreshold == 0 && c.CoDel == nil:
-		return fmt.Errorf("queueOrder adaptiveLifo needs lifoThreshold > 0 or codel, got neither")
 	}
-	if c.CoDel != nil {
-		if err := c.CoDel.Validate(); err != nil {
-			return err
-		}
+	if err := shed.Validate(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel); err != nil {
+		return err
 	}
 	if c.Priorities != nil {
 		if err := c.Priorities.Validate(); err != nil {

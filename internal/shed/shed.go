@@ -5,7 +5,12 @@
 // read (nanoseconds on any one monotonic clock).
 package shed
 
-import "github.com/bulkhead-go/bulkhead"
+import (
+	"fmt"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead"
+)
 
 // Line is the shedding state of one line of waiters. Its zero value sheds
 // nothing and serves FIFO.
@@ -86,3 +91,26 @@ func (l *Line) Serve(now, wait, oldest int64) (shed bool) {
 // wait, so the interval's shortest wait is 0, and the line stands no more:
 // it is not overloaded.
 func (l *Line) Empty() { l.min, l.overloaded = 0, false }
+
+// Validate reports what is wrong with a line's rules, as both bulkheads'
+// Configs name them: maxWaitingCalls, minDeadlineSlack, queueOrder,
+// lifoThreshold and codel.
+func Validate(maxWaiting int, slack time.Duration, order bulkhead.QueueOrder, threshold int, codel *bulkhead.CoDel) error {
+	switch {
+	case maxWaiting < 0:
+		return fmt.Errorf("maxWaitingCalls must be >= 0, got %d", maxWaiting)
+	case slack < 0:
+		return fmt.Errorf("minDeadlineSlack must be >= 0, got %v", slack)
+	case order > bulkhead.AdaptiveLIFO:
+		return fmt.Errorf("queueOrder must be fifo, lifo or adaptiveLifo, got %v", order)
+	case threshold < 0:
+		return fmt.Errorf("lifoThreshold must be >= 0, got %d", threshold)
+	case threshold > 0 && order != bulkhead.AdaptiveLIFO:
+		return fmt.Errorf("lifoThreshold %d applies only to queueOrder adaptiveLifo, got queueOrder %v", threshold, order)
+	case order == bulkhead.AdaptiveLIFO && threshold == 0 && codel == nil:
+		return fmt.Errorf("queueOrder adaptiveLifo needs lifoThreshold > 0 or codel, got neither")
+	case codel != nil:
+		return codel.Validate()
+	}
+	return nil
+}
