@@ -123,4 +123,7 @@ func TestShadowAndPrioritiesErrors(t *testing.T) {
 		"sheddable (0.9) must not exceed sheddablePlus")
 	wantLoadErr(t, "bulkhead:\n  instances:\n    a: {priorities: {ceilings: {criticalPlus: 1}}}\n", "criticalPlus")
 	wantLoadErr(t, "bulkhead:\n  instances:\n    a: {priorities: {aging: soon}}\n", "priorities.aging", "duration")
+	// An adaptive controller would move the limit below the shadow's.
+	wantLoadErr(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 8, shadow: {maxConcurrentCalls: 4}, adaptive: {}}\n",
+		"line 3", `semaphore instance "a": shadow is not supported beside adaptive`)
 }

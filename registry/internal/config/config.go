@@ -516,6 +516,10 @@ func checkKeyed(s SemaphoreSpec, _ semaphore.Config, l *errList, loc locator, sh
 	case s.Adaptive != nil:
 		fail("adaptive", "is not supported on a keyed semaphore (one with maxConcurrentCallsPerKey)")
 	}
+	if s.Adaptive != nil && s.Extras.Shadow != nil {
+		// the controller would move the limit below the shadow's
+		fail("shadow", "is not supported beside adaptive (use adaptive.shadow: true to try an adaptive limit)")
+	}
 }
 
 // checkKeyedPool checks checkCore's key and those that make a pool keyed,
