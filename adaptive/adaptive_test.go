@@ -87,6 +87,13 @@ func TestAttachRejectsOtherInstances(t *testing.T) {
 	if want := `adaptive: bulkhead "payment": minLimit (300) must be <= maxLimit (250)`; err == nil || err.Error() != want {
 		t.Fatalf("Attach(bad config) = %v, want %q", err, want)
 	}
+	shadowed, err := semaphore.New("shadowed", semaphore.Config{MaxConcurrentCalls: 8, Shadow: &semaphore.Shadow{MaxConcurrentCalls: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adaptive.Attach(shadowed, adaptive.DefaultConfig()); err == nil || !strings.Contains(err.Error(), `bulkhead "shadowed" has a Shadow`) {
+		t.Fatalf("Attach(a shadowed semaphore) = %v", err)
+	}
 }
 
 type fakeInstance struct{}

@@ -100,6 +100,10 @@ func Attach(b bulkhead.Instance, cfg Config) (*Controller, error) {
 	var subscribe func(func(bulkhead.Event)) func()
 	switch b := b.(type) {
 	case *semaphore.Bulkhead:
+		if b.Config().Shadow != nil {
+			// the limit would move below the shadow's, which Validate refuses
+			return nil, fmt.Errorf("adaptive: bulkhead %q has a Shadow: try an adaptive limit with Config.Shadow instead", b.Name())
+		}
 		set = func(n int) error {
 			return setIf(b.ReconfigureFunc, detached, func(c *semaphore.Config) { c.MaxConcurrentCalls = n })
 		}
