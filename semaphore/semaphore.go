@@ -254,8 +254,11 @@ type settings struct {
 	// shadowWait its wait, and timeOuts is set when that wait is shorter
 	// than the enforced one.
 	slow, timeOuts bool
-	shadow         int
-	shadowWait     time.Duration
+	// refuseNow is set when a call that finds no permit is refused at once:
+	// one load on the rejection path (BenchmarkReject/serial).
+	refuseNow  bool
+	shadow     int
+	shadowWait time.Duration
 }
 
 // refusal returns the reason a call of lane is refused for, without
@@ -442,7 +445,7 @@ func (b *Bulkhead) acquire(ctx context.Context) (time.Time, error) {
 // subscribes).
 func (b *Bulkhead) acquireFull(ctx context.Context) (time.Time, error) {
 	st := b.settings()
-	if !st.slow && st.cfg.MaxWaitDuration <= 0 {
+	if st.refuseNow {
 		return time.Time{}, b.reject(time.Time{}, bulkhead.ReasonFull, false)
 	}
 	start, _, err := b.acquireClass(ctx, st)
@@ -599,7 +602,7 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 		s := b.state.Load()
 		if full(s) {
 			st := b.settings()
-			if !st.slow && st.cfg.MaxWaitDuration <= 0 {
+			if st.refuseNow {
 				b.rejected[bulkhead.ReasonFull].Add(1)
 				f := &st.errs[0][bulkhead.ReasonFull]
 				if b.hub.Active() {

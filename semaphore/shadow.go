@@ -57,6 +57,7 @@ func (st *settings) applyShadow(cfg Config) {
 		st.timeOuts = st.shadowWait < cfg.MaxWaitDuration
 	}
 	st.slow = st.prio || st.shadow > 0
+	st.refuseNow = !st.slow && cfg.MaxWaitDuration <= 0
 	if !st.prio {
 		limit := cfg.MaxConcurrentCalls
 		if cfg.Observe {
