@@ -4,7 +4,8 @@
 // follow OpenTelemetry's naming guidelines (modelled on ASP.NET Core's
 // aspnetcore.rate_limiting.* instruments).
 //
-// [Register] reads every bulkhead's Stats when the SDK collects, so it
+// [Register] reads every bulkhead's Stats (and a keyed bulkhead's
+// KeyStats, a shadowed one's ShadowStats) when the SDK collects, so it
 // costs nothing per call, and a bulkhead removed from its [Source] stops
 // being reported at the next collection. The optional histograms are fed by
 // the bulkheads' events. docs/metrics.md lists every instrument beside its
@@ -232,14 +233,33 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 	}
 	overloaded := state("bulkhead.codel.overloaded", "1 while CoDel finds the line of waiters overloaded, else 0.")
 	lifo := state("bulkhead.queue.lifo", "1 while the line of waiters serves the newest first, else 0.")
+	// A keyed bulkhead's KeyStats: counts of keys, never a key.
+	keysUpdown := func(name, desc string) metric.Int64ObservableUpDownCounter {
+		inst, err := m.Int64ObservableUpDownCounter(name, metric.WithDescription(desc), metric.WithUnit("{key}"))
+		errs = append(errs, err)
+		return inst
+	}
+	activeKeys := keysUpdown("bulkhead.active_keys", "Keys of a keyed bulkhead that hold or wait for capacity now.")
+	idleKeys := keysUpdown("bulkhead.idle_keys", "Entries of idle keys a keyed bulkhead keeps for reuse.")
+	evictedKeys, err := m.Int64ObservableCounter("bulkhead.evicted_keys",
+		metric.WithDescription("Entries of idle keys a keyed bulkhead removed from its cache."), metric.WithUnit("{key}"))
+	errs = append(errs, err)
+	// A shadowed or observe-only bulkhead's ShadowStats.
+	shadowLimit := updown("bulkhead.shadow.limit", "The shadow's limit, evaluated and never enforced (observe-only: the configured limit).", nil).inst
+	shadowActive := updown("bulkhead.shadow.active_calls", "Shadow permits held now: calls the shadow would have let run that are still running.", nil).inst
+	shadowObserve := state("bulkhead.shadow.observe", "1 for a bulkhead that enforces nothing and evaluates its own limit as a shadow, else 0.")
+	wouldReject := count("bulkhead.shadow.would_reject", "Calls that found the shadow full and would have been refused at once (a shadow without waiting).", nil).inst
+	wouldWait := count("bulkhead.shadow.would_wait", "Calls that found the shadow full and would have had to wait for it.", nil).inst
+	wouldTimeOut := count("bulkhead.shadow.would_time_out", "Calls that waited for their permit longer than the shadow's maximum wait.", nil).inst
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	insts := make([]metric.Observable, 0, len(gauges)+len(counters)+3)
+	insts := make([]metric.Observable, 0, len(gauges)+len(counters)+12)
 	for _, g := range gauges {
 		insts = append(insts, g.inst)
 	}
-	insts = append(insts, calls.inst, counters[3].inst, counters[4].inst, rejections.inst, overloaded, lifo)
+	insts = append(insts, calls.inst, counters[3].inst, counters[4].inst, rejections.inst, overloaded, lifo,
+		activeKeys, idleKeys, evictedKeys, shadowLimit, shadowActive, shadowObserve, wouldReject, wouldWait, wouldTimeOut)
 	var reasonsMu sync.Mutex // two readers may collect at once
 	reasons := map[key]*reasonOpts{}
 
@@ -247,9 +267,23 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		is := src.Instances()
 		stats := make([]bulkhead.Stats, len(is))
+		keys := make([]*bulkhead.KeyStats, len(is))       // nil: not keyed
+		shadows := make([]*bulkhead.ShadowStats, len(is)) // nil: no shadow
 		for i, in := range is {
 			stats[i] = in.Stats()
 			stats[i].Name = in.Name()
+			if k, ok := in.(bulkhead.KeyedInstance); ok {
+				ks := k.KeyStats()
+				keys[i] = &ks
+				// A keyed bulkhead counts these reasons in KeyStats, not in Stats.
+				by := &stats[i].RejectedBy
+				by[bulkhead.ReasonKey], by[bulkhead.ReasonTotal], by[bulkhead.ReasonKeys] = ks.RejectedKey, ks.RejectedTotal, ks.RejectedKeys
+			}
+			if sh, ok := in.(shadowed); ok {
+				if ss, ok := sh.ShadowStats(); ok {
+					shadows[i] = &ss
+				}
+			}
 		}
 		// The histograms take the cache's lock on every event: hold it
 		// only to look the attributes up, not while reading Stats.
@@ -287,6 +321,19 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 			for _, c := range counters {
 				o.ObserveInt64(c.inst, int64(c.val(s)), opts[i][c.result])
 			}
+			if ks := keys[i]; ks != nil {
+				o.ObserveInt64(activeKeys, int64(ks.ActiveKeys), opts[i][none])
+				o.ObserveInt64(idleKeys, int64(ks.IdleKeys), opts[i][none])
+				o.ObserveInt64(evictedKeys, int64(ks.Evicted), opts[i][none])
+			}
+			if ss := shadows[i]; ss != nil {
+				o.ObserveInt64(shadowLimit, int64(ss.Limit), opts[i][none])
+				o.ObserveInt64(shadowActive, int64(ss.InUse), opts[i][none])
+				o.ObserveInt64(shadowObserve, int64(one(ss.Observe)), opts[i][none])
+				o.ObserveInt64(wouldReject, int64(ss.WouldReject), opts[i][none])
+				o.ObserveInt64(wouldWait, int64(ss.WouldWait), opts[i][none])
+				o.ObserveInt64(wouldTimeOut, int64(ss.WouldTimeOut), opts[i][none])
+			}
 		}
 		return nil
 	}, insts...)
@@ -311,6 +358,12 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 		})
 		return err
 	}, nil
+}
+
+// shadowed is a bulkhead with a shadow limit or observe mode
+// (*semaphore.Bulkhead), as the registry's collector finds it.
+type shadowed interface {
+	ShadowStats() (bulkhead.ShadowStats, bool)
 }
 
 // one is 1 for true and 0 for false.

@@ -3,6 +3,7 @@ package bulkheadotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -116,7 +117,12 @@ func points(ms map[string]metricdata.Metrics) int {
 func TestInstruments(t *testing.T) {
 	r, mp := newReader(t)
 	b, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 2})
-	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(b), bulkheadotel.Options{Histograms: true})
+	keyed, _ := semaphore.NewKeyed[string]("tenants", semaphore.KeyedConfig{PerKey: semaphore.Config{MaxConcurrentCalls: 1}})
+	shadowed, err := semaphore.New("checkout", semaphore.Config{MaxConcurrentCalls: 2, Shadow: &semaphore.Shadow{MaxConcurrentCalls: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(b, keyed, shadowed), bulkheadotel.Options{Histograms: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +144,17 @@ func TestInstruments(t *testing.T) {
 		"bulkhead.queue.lifo":         "gauge 1",
 		"bulkhead.call.time_in_queue": "histogram s",
 		"bulkhead.call.duration":      "histogram s",
+		// keyed bulkheads
+		"bulkhead.active_keys":  "updown {key}",
+		"bulkhead.idle_keys":    "updown {key}",
+		"bulkhead.evicted_keys": "counter {key}",
+		// shadowed and observe-only bulkheads
+		"bulkhead.shadow.limit":          "updown {call}",
+		"bulkhead.shadow.active_calls":   "updown {call}",
+		"bulkhead.shadow.observe":        "gauge 1",
+		"bulkhead.shadow.would_reject":   "counter {call}",
+		"bulkhead.shadow.would_wait":     "counter {call}",
+		"bulkhead.shadow.would_time_out": "counter {call}",
 	}
 	for name, m := range ms {
 		var kind string
@@ -495,4 +512,186 @@ func TestRejectionsByReason(t *testing.T) {
 	check(t, ms, "bulkhead.calls", attrs("payment", "semaphore", "rejected"), 3)
 	check(t, ms, "bulkhead.queue.lifo", attrs("payment", "semaphore"), 1)
 	check(t, ms, "bulkhead.codel.overloaded", attrs("payment", "semaphore"), 0)
+}
+
+// A keyed bulkhead reports its keys' counts, and bulkhead.rejections takes
+// the reasons key, total and keys from its KeyStats, so that they add up
+// to bulkhead.calls rejected; no point carries a key.
+func TestKeyedBulkheads(t *testing.T) {
+	r, mp := newReader(t)
+	k, err := semaphore.NewKeyed[string]("tenants", semaphore.KeyedConfig{
+		PerKey: semaphore.Config{MaxConcurrentCalls: 2}, MaxConcurrentCalls: 3, MaxActiveKeys: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := pool.NewKeyed[string]("exports", pool.KeyedConfig{Config: pool.Config{MaxWorkers: 1, QueueCapacity: 2},
+		MaxRunningPerKey: 1, QueueCapacityPerKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kp.Close(context.Background())
+	plain, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 1})
+	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(k, kp, plain), bulkheadotel.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+
+	var held []semaphore.KeyedPermit[string]
+	for _, key := range []string{"secret-user-a", "secret-user-a", "secret-user-b"} {
+		p, ok := k.TryAcquire(key)
+		if !ok {
+			t.Fatal(key)
+		}
+		held = append(held, p)
+	}
+	k.TryAcquire("secret-user-a") // refused: its key's limit
+	k.TryAcquire("secret-user-b") // refused: the total
+	k.TryAcquire("secret-user-c") // refused: two keys are active
+
+	// The pool: one task of a key running, one queued, a third refused
+	// because the key's lane is full.
+	ctx := context.Background()
+	release := make(chan struct{})
+	task := func(context.Context) (int, error) { <-release; return 0, nil }
+	f1, err := pool.SubmitKeyed(ctx, kp, "secret-user-a", task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kp.Stats().InFlight != 1 {
+		time.Sleep(time.Millisecond) // until the first task runs; not a pass criterion
+	}
+	f2, err := pool.SubmitKeyed(ctx, kp, "secret-user-a", task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.SubmitKeyed(ctx, kp, "secret-user-a", task); !errors.Is(err, bulkhead.ErrBulkheadFull) {
+		t.Fatalf("third task of a full lane: %v", err)
+	}
+
+	ms := collect(t, r)
+	s, p := attrs("tenants", "semaphore"), attrs("exports", "pool")
+	check(t, ms, "bulkhead.active_keys", s, 2)
+	check(t, ms, "bulkhead.idle_keys", s, 0)
+	check(t, ms, "bulkhead.evicted_keys", s, 0)
+	check(t, ms, "bulkhead.active_keys", p, 1)
+	check(t, ms, "bulkhead.calls", attrs("tenants", "semaphore", "rejected"), 3)
+	reason := func(name, kind, r string) attribute.Set {
+		return attribute.NewSet(attribute.String("bulkhead.name", name), attribute.String("bulkhead.kind", kind),
+			attribute.String("bulkhead.reason", r))
+	}
+	for _, rs := range bulkhead.Reasons {
+		want := map[bulkhead.Reason]int64{bulkhead.ReasonKey: 1, bulkhead.ReasonTotal: 1, bulkhead.ReasonKeys: 1}[rs]
+		check(t, ms, "bulkhead.rejections", reason("tenants", "semaphore", rs.String()), want)
+		check(t, ms, "bulkhead.rejections", reason("exports", "pool", rs.String()), map[bulkhead.Reason]int64{bulkhead.ReasonKey: 1}[rs])
+	}
+	if _, ok := value(t, ms, "bulkhead.active_keys", attrs("payment", "semaphore")); ok {
+		t.Error("a plain semaphore has a bulkhead.active_keys point")
+	}
+	for name, m := range ms {
+		if d, ok := m.Data.(metricdata.Sum[int64]); ok {
+			for _, pt := range d.DataPoints {
+				if enc := pt.Attributes.Encoded(attribute.DefaultEncoder()); strings.Contains(enc, "secret-user") {
+					t.Errorf("%s: a key reached the attributes: %s", name, enc)
+				}
+			}
+		}
+	}
+
+	// Idle keys beyond the cache are evicted.
+	for _, p := range held {
+		p.Release(nil)
+	}
+	for i := range 100 {
+		if p, ok := k.TryAcquire(fmt.Sprint("churn-", i)); ok {
+			p.Release(nil)
+		}
+	}
+	close(release)
+	f1.Wait(ctx)
+	f2.Wait(ctx)
+	ks := k.KeyStats()
+	if ks.Evicted == 0 || ks.IdleKeys == 0 {
+		t.Fatalf("KeyStats after the churn: %+v, want idle and evicted keys", ks)
+	}
+	ms = collect(t, r)
+	check(t, ms, "bulkhead.active_keys", s, 0)
+	check(t, ms, "bulkhead.idle_keys", s, int64(ks.IdleKeys))
+	check(t, ms, "bulkhead.evicted_keys", s, int64(ks.Evicted))
+	check(t, ms, "bulkhead.active_keys", p, 0)
+}
+
+// A shadowed and an observe-only semaphore report their ShadowStats; a
+// plain one has no shadow points.
+func TestShadowStats(t *testing.T) {
+	r, mp := newReader(t)
+	// Shadowed: 2 enforced, 1 in the shadow, which waits 1ns of the hour.
+	shadowed, err := semaphore.New("checkout", semaphore.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour,
+		Shadow: &semaphore.Shadow{MaxConcurrentCalls: 1, MaxWaitDuration: time.Nanosecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	observe, err := semaphore.New("search", semaphore.Config{MaxConcurrentCalls: 1, Observe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := semaphore.New("payment", semaphore.Config{MaxConcurrentCalls: 1})
+	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(shadowed, observe, plain), bulkheadotel.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	// hold starts a Do on b that runs until release is closed, and returns
+	// once it runs.
+	hold := func(b *semaphore.Bulkhead, release chan struct{}) {
+		in := make(chan struct{})
+		wg.Go(func() { b.Do(ctx, func(context.Context) error { close(in); <-release; return nil }) })
+		<-in
+	}
+	first, rest := make(chan struct{}), make(chan struct{})
+	hold(shadowed, first) // takes the shadow's permit
+	hold(shadowed, rest)  // finds the shadow full: would wait
+	hold(observe, rest)   // takes the shadow's permit
+	hold(observe, rest)   // runs (observe enforces nothing), finds the shadow full: would reject
+	in := make(chan struct{})
+	wg.Go(func() { shadowed.Do(ctx, func(context.Context) error { close(in); <-rest; return nil }) })
+	for shadowed.Stats().Waiting != 1 {
+		time.Sleep(time.Millisecond) // until the third call waits; not a pass criterion
+	}
+
+	ms := collect(t, r)
+	c, s := attrs("checkout", "semaphore"), attrs("search", "semaphore")
+	check(t, ms, "bulkhead.shadow.limit", c, 1)
+	check(t, ms, "bulkhead.shadow.active_calls", c, 1)
+	check(t, ms, "bulkhead.shadow.observe", c, 0)
+	check(t, ms, "bulkhead.shadow.would_reject", c, 0)
+	check(t, ms, "bulkhead.shadow.would_wait", c, 1)
+	check(t, ms, "bulkhead.shadow.would_time_out", c, 0)
+	check(t, ms, "bulkhead.shadow.limit", s, 1)
+	check(t, ms, "bulkhead.shadow.active_calls", s, 1)
+	check(t, ms, "bulkhead.shadow.observe", s, 1)
+	check(t, ms, "bulkhead.shadow.would_reject", s, 1)
+	check(t, ms, "bulkhead.shadow.would_wait", s, 0)
+	check(t, ms, "bulkhead.active_calls", s, 2) // enforced nothing
+	for name := range ms {
+		if _, ok := value(t, ms, name, attrs("payment", "semaphore")); ok && strings.HasPrefix(name, "bulkhead.shadow.") {
+			t.Errorf("a plain semaphore has a %s point", name)
+		}
+	}
+
+	// The first call ends: the waiter gets its permit after more than the
+	// shadow's 1ns wait, and the shadow's permit.
+	close(first)
+	<-in
+	ms = collect(t, r)
+	check(t, ms, "bulkhead.shadow.would_time_out", c, 1)
+	check(t, ms, "bulkhead.shadow.active_calls", c, 1)
+	close(rest)
+	wg.Wait()
+	ms = collect(t, r)
+	check(t, ms, "bulkhead.shadow.active_calls", c, 0)
+	check(t, ms, "bulkhead.shadow.active_calls", s, 0)
 }
