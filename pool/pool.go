@@ -68,7 +68,7 @@ type Bulkhead struct {
 type fullErrors [2][nReasons]bulkhead.FullError
 
 // nReasons bounds the reasons a pool refuses with.
-const nReasons = bulkhead.ReasonKey + 1
+const nReasons = bulkhead.ReasonDisplaced + 1
 
 // err returns the prebuilt error of a rejection for reason r.
 func (f *fullErrors) err(r bulkhead.Reason, waited bool) *bulkhead.FullError {
@@ -92,6 +92,9 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
 	}
 	b := &Bulkhead{name: name, epoch: time.Now(), released: make(chan struct{})}
+	if cfg.Priorities != nil {
+		b.keys = newClasses()
+	}
 	p, err := b.newAnts(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
@@ -116,6 +119,11 @@ func (b *Bulkhead) apply(cfg Config) {
 	if cfg.CoDel != nil {
 		c := *cfg.CoDel // a copy: the caller's may change
 		cfg.CoDel = &c
+	}
+	if cfg.Priorities != nil {
+		p := *cfg.Priorities
+		cfg.Priorities = &p
+		b.keys.prio.set(&cfg)
 	}
 	b.line.Set(cfg.QueueOrder, cfg.LIFOThreshold, cfg.CoDel)
 	b.cfg.Store(&cfg)
@@ -148,6 +156,10 @@ func (b *Bulkhead) Config() Config {
 	if cfg.CoDel != nil {
 		c := *cfg.CoDel // a copy: the caller's may change
 		cfg.CoDel = &c
+	}
+	if cfg.Priorities != nil {
+		p := *cfg.Priorities
+		cfg.Priorities = &p
 	}
 	return cfg
 }
@@ -310,6 +322,8 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	case b.closed.Load():
 		b.mu.Unlock()
 		return bulkhead.ErrClosed
+	case b.keys != nil:
+		return b.admitPrioLocked(ctx, n, wait)
 	case b.free():
 		b.startLocked(n)
 		b.mu.Unlock()
@@ -940,6 +954,9 @@ func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old *ants.P
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, nil, 0, fmt.Errorf("pool %q: %w", b.name, err)
+	}
+	if on := b.keys != nil && b.keys.prio != nil; (cfg.Priorities != nil) != on {
+		return nil, nil, nil, 0, fmt.Errorf("pool %q: priorities cannot be switched on or off by Reconfigure (in force: %v)", b.name, on)
 	}
 	if cfg.keepAlive() != b.cfg.Load().keepAlive() {
 		// ants cannot change a pool's expiry: start a new pool and let the
