@@ -73,6 +73,11 @@ type Config struct {
 	// first out within a class (docs/priorities.md). It needs the FIFO
 	// QueueOrder and no CoDel, and a plain (not keyed) pool.
 	Priorities *bulkhead.Priorities
+	// Displace, with Priorities, lets a task that finds no queue slot its
+	// class may take push out the newest queued task of the lowest class
+	// below its own, and take its slot; that task's future fails with a
+	// [*bulkhead.FullError] of [bulkhead.ReasonDisplaced].
+	Displace bool
 }
 
 // DefaultConfig returns Resilience4j's thread-pool defaults, GOMAXPROCS
@@ -108,6 +113,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("queueOrder %v needs queueCapacity > 0 (a queue), got 0", c.QueueOrder)
 	case c.QueueCapacity == 0 && c.CoDel != nil:
 		return fmt.Errorf("codel needs queueCapacity > 0 (a queue), got 0")
+	case c.Priorities == nil && c.Displace:
+		return fmt.Errorf("displace needs priorities (a class to displace by), got none")
 	case c.Priorities == nil:
 		return nil
 	case c.QueueOrder != bulkhead.FIFO:

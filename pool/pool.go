@@ -60,7 +60,8 @@ type Bulkhead struct {
 	loanEnded                              chan struct{} // closed when a loan ends, if a wait wants to know (see help)
 	released                               chan struct{} // closed when Close is done: drained, and no goroutine busy
 	releasing                              bool          // released is closed or being closed
-	keys                                   *lanes        // a keyed pool's lanes (see Keyed), nil for a plain one
+	keys                                   *lanes        // a keyed pool's lanes (see Keyed) or the classes' (Priorities), nil for a plain one
+	satQueue                               int           // the queue depth that saturates: QueueCapacity, or (Displace) never
 }
 
 // fullErrors are the errors of every rejection, by reason: [0] of a task
@@ -126,6 +127,10 @@ func (b *Bulkhead) apply(cfg Config) {
 		b.keys.prio.set(&cfg)
 	}
 	b.line.Set(cfg.QueueOrder, cfg.LIFOThreshold, cfg.CoDel)
+	b.satQueue = cfg.QueueCapacity
+	if cfg.Displace { // a full queue may still take a task that displaces one
+		b.satQueue = MaxLimit + 1
+	}
 	b.cfg.Store(&cfg)
 	fe := new(fullErrors)
 	for w := range fe {
@@ -142,7 +147,7 @@ func (b *Bulkhead) free() bool { return b.active-b.lent < b.cfg.Load().MaxWorker
 
 // storeSaturated updates saturated. b.mu must be held.
 func (b *Bulkhead) storeSaturated() {
-	if s := !b.free() && b.queue.len >= b.cfg.Load().QueueCapacity; s != b.saturated.Load() {
+	if s := !b.free() && b.queue.len >= b.satQueue; s != b.saturated.Load() {
 		b.saturated.Store(s)
 	}
 }

@@ -16,6 +16,7 @@ type classes struct {
 	lanes        [4]lane // Sheddable first
 	workers, qus [4]int  // each class's ceilings of taken workers and queue slots
 	aging        time.Duration
+	displace     bool // Config.Displace
 }
 
 // newClasses returns the lanes of a pool with priorities.
@@ -34,7 +35,18 @@ func (cs *classes) set(cfg *Config) {
 		cs.workers[c] = cfg.Priorities.Ceiling(p, cfg.MaxWorkers)
 		cs.qus[c] = cfg.Priorities.Ceiling(p, cfg.QueueCapacity)
 	}
-	cs.aging = cfg.Priorities.Aging
+	cs.aging, cs.displace = cfg.Priorities.Aging, cfg.Displace
+}
+
+// victimLocked returns the task a task of class c displaces from a full
+// queue: the newest queued task of the lowest class below c, or nil.
+func (b *Bulkhead) victimLocked(c int) *node {
+	for l := range c {
+		if v := b.keys.prio.lanes[l].q.tail; v != nil {
+			return v
+		}
+	}
+	return nil
 }
 
 // classOf returns p's lane index, p clamped to the four classes.
@@ -64,6 +76,19 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 		}
 		b.enqueueLocked(n)
 		b.mu.Unlock()
+		return nil
+	case cs.displace && b.victimLocked(c) != nil:
+		if b.tooLate(ctx) {
+			b.mu.Unlock()
+			return b.refuse(bulkhead.ReasonDeadline)
+		}
+		v := b.victimLocked(c)
+		b.enqueueLocked(n) // first, so that v's slot goes to n, not to a waiting submitter
+		b.unqueueLocked(v)
+		b.shedLocked(v, bulkhead.ReasonDisplaced)
+		sh := b.takeShedLocked()
+		b.mu.Unlock()
+		b.refusedAll(sh)
 		return nil
 	case !wait:
 		r := bulkhead.ReasonFull

@@ -198,6 +198,7 @@ func TestPoolPriorityValidate(t *testing.T) {
 		{pool.Config{MaxWorkers: 1, QueueCapacity: 1, QueueTimeout: time.Second, QueueOrder: bulkhead.LIFO, Priorities: p}, "queueOrder must be fifo with priorities"},
 		{pool.Config{MaxWorkers: 1, QueueCapacity: 1, CoDel: &bulkhead.CoDel{}, Priorities: p}, "codel is not available with priorities"},
 		{pool.Config{MaxWorkers: 1, Priorities: &bulkhead.Priorities{Sheddable: 2}}, "sheddable must be in (0, 1]"},
+		{pool.Config{MaxWorkers: 1, QueueCapacity: 1, Displace: true}, "displace needs priorities"},
 	} {
 		if err := c.cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Validate() = %v, want %q", err, c.want)
@@ -211,4 +212,51 @@ func TestPoolPriorityValidate(t *testing.T) {
 	if err := b.Reconfigure(pool.Config{MaxWorkers: 1, Priorities: p}); err == nil || !strings.Contains(err.Error(), "priorities cannot be switched on or off") {
 		t.Errorf("Reconfigure switching priorities on = %v", err)
 	}
+}
+
+// TestPoolPriorityDisplace: a task that finds the queue full pushes out
+// the newest queued task of the lowest class below its own, whose future
+// fails with ReasonDisplaced; a task with no lower class queued is refused.
+func TestPoolPriorityDisplace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		all := &bulkhead.Priorities{Sheddable: 1, SheddablePlus: 1}
+		b, done := shedPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 2, Priorities: all, Displace: true})
+		defer done()
+		hold := make(chan struct{})
+		release := sync.OnceFunc(func() { close(hold) })
+		defer release()
+		held := mustSubmit(t, b, func(context.Context) (int, error) { <-hold; return 0, nil })
+		synctest.Wait()
+		var mu sync.Mutex
+		var order []string
+		a := prioTask(t, b, bulkhead.Sheddable, "a", &mu, &order)
+		bb := prioTask(t, b, bulkhead.Sheddable, "b", &mu, &order)
+		c := prioTask(t, b, bulkhead.Critical, "c", &mu, &order)      // displaces b, the newer Sheddable
+		d := prioTask(t, b, bulkhead.SheddablePlus, "d", &mu, &order) // displaces a
+		if _, err := pool.Submit(bulkhead.WithPriority(context.Background(), bulkhead.Sheddable), b, answer); !isReason(err, bulkhead.ReasonFull) {
+			t.Fatalf("Sheddable with nothing lower queued: %v, want ReasonFull", err)
+		}
+		g := prioTask(t, b, bulkhead.CriticalPlus, "g", &mu, &order) // displaces d
+		for name, f := range map[string]*future.Future[int]{"a": a, "b": bb, "d": d} {
+			var fe *bulkhead.FullError
+			if _, err := wait(t, f); !errors.As(err, &fe) || fe.Reason != bulkhead.ReasonDisplaced || !fe.Waited {
+				t.Fatalf("task %s: %v, want a FullError of ReasonDisplaced that waited", name, err)
+			}
+		}
+		if s := b.Stats(); s.RejectedBy[bulkhead.ReasonDisplaced] != 3 || s.RejectedBy[bulkhead.ReasonFull] != 1 || s.QueueDepth != 2 {
+			t.Fatalf("stats %+v, want 3 displaced, 1 full, 2 queued", s)
+		}
+		release()
+		wait(t, held)
+		wait(t, c)
+		wait(t, g)
+		if got := strings.Join(order, " "); got != "g c" {
+			t.Fatalf("start order %q, want \"g c\"", got)
+		}
+	})
+}
+
+func isReason(err error, r bulkhead.Reason) bool {
+	var fe *bulkhead.FullError
+	return errors.As(err, &fe) && fe.Reason == r
 }
