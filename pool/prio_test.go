@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -259,4 +261,78 @@ func TestPoolPriorityDisplace(t *testing.T) {
 func isReason(err error, r bulkhead.Reason) bool {
 	var fe *bulkhead.FullError
 	return errors.As(err, &fe) && fe.Reason == r
+}
+
+// TestPoolPriorityChurn submits tasks of random classes from many
+// goroutines, with Go, cancellations, queue timeouts, displacement and
+// a resize, and checks that no worker or queue slot is lost: every
+// submission is refused or its future completes, at most MaxWorkers run
+// at once, and the pool ends at rest with exact counters.
+func TestPoolPriorityChurn(t *testing.T) {
+	for _, displace := range []bool{false, true} {
+		b := newPool(t, pool.Config{MaxWorkers: 3, QueueCapacity: 5, QueueTimeout: 2 * time.Millisecond,
+			Priorities: &bulkhead.Priorities{Aging: time.Millisecond}, Displace: displace})
+		var running, over, submitted, refused, completed atomic.Int64
+		fn := func(ctx context.Context) (int, error) {
+			if running.Add(1) > 3 {
+				over.Add(1)
+			}
+			defer running.Add(-1)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(rand.IntN(300)) * time.Microsecond):
+			}
+			return 0, nil
+		}
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 200 {
+					ctx, cancel := context.WithCancel(bulkhead.WithPriority(context.Background(), bulkhead.Priority(rand.IntN(4)-2)))
+					submitted.Add(1)
+					var f *future.Future[int]
+					var err error
+					if (g+i)%3 == 0 {
+						f, err = pool.Go(ctx, b, fn)
+					} else {
+						f, err = pool.Submit(ctx, b, fn)
+					}
+					if i%7 == 0 {
+						cancel()
+					}
+					if err != nil {
+						refused.Add(1)
+					} else {
+						f.Wait(context.Background())
+						completed.Add(1)
+					}
+					cancel()
+					if g == 0 && i == 100 {
+						if err := b.Reconfigure(pool.Config{MaxWorkers: 2, QueueCapacity: 3, QueueTimeout: time.Millisecond,
+							Priorities: &bulkhead.Priorities{Sheddable: 0.4}, Displace: displace}); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if over.Load() > 0 {
+			t.Fatalf("displace %v: more than MaxWorkers ran at once %d times", displace, over.Load())
+		}
+		if submitted.Load() != refused.Load()+completed.Load() {
+			t.Fatalf("displace %v: %d submitted, %d refused, %d completed", displace, submitted.Load(), refused.Load(), completed.Load())
+		}
+		s := atRest(t, b)
+		if s.Permitted != s.Finished || s.InFlight != 0 || s.QueueDepth != 0 || s.Waiting != 0 {
+			t.Fatalf("displace %v: not at rest: %+v", displace, s)
+		}
+		if got := s.Permitted + s.Rejected + s.Cancelled; got != uint64(submitted.Load()) {
+			t.Fatalf("displace %v: permitted+rejected+cancelled %d, submitted %d: %+v", displace, got, submitted.Load(), s)
+		}
+		t.Logf("displace %v: rejected by reason %v, cancelled %d", displace, s.RejectedBy, s.Cancelled)
+		if !displace && s.RejectedBy[bulkhead.ReasonDisplaced] != 0 {
+			t.Fatalf("displaced without Displace: %+v", s)
+		}
+	}
 }
