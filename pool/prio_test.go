@@ -3,8 +3,8 @@ package pool_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
