@@ -65,6 +65,19 @@ type Config struct {
 	// CoDel, if not nil, drops queued tasks of a queue that stays above its
 	// target wait (ReasonCoDel); see [bulkhead.CoDel].
 	CoDel *bulkhead.CoDel
+
+	// Priorities, if not nil, gives each task the class of its submitter's
+	// context ([bulkhead.PriorityFrom]) and reserves for higher classes
+	// the workers and the queue slots above a class's ceiling (refusals:
+	// ReasonPriority); queued tasks start highest class first, first in,
+	// first out within a class (docs/priorities.md). It needs the FIFO
+	// QueueOrder and no CoDel, and a plain (not keyed) pool.
+	Priorities *bulkhead.Priorities
+	// Displace, with Priorities, lets a task that finds no queue slot its
+	// class may take push out the newest queued task of the lowest class
+	// below its own, and take its slot; that task's future fails with a
+	// [*bulkhead.FullError] of [bulkhead.ReasonDisplaced].
+	Displace bool
 }
 
 // DefaultConfig returns Resilience4j's thread-pool defaults, GOMAXPROCS
@@ -100,6 +113,17 @@ func (c Config) Validate() error {
 		return fmt.Errorf("queueOrder %v needs queueCapacity > 0 (a queue), got 0", c.QueueOrder)
 	case c.QueueCapacity == 0 && c.CoDel != nil:
 		return fmt.Errorf("codel needs queueCapacity > 0 (a queue), got 0")
+	case c.Priorities == nil && c.Displace:
+		return fmt.Errorf("displace needs priorities (a class to displace by), got none")
+	case c.Priorities == nil:
+		return nil
+	case c.QueueOrder != bulkhead.FIFO:
+		return fmt.Errorf("queueOrder must be fifo with priorities (the queue is served by class), got %v", c.QueueOrder)
+	case c.CoDel != nil:
+		return fmt.Errorf("codel is not available with priorities, got %+v", *c.CoDel)
+	}
+	if err := c.Priorities.Validate(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -37,6 +37,8 @@ func (c KeyedConfig) Validate() error {
 		return fmt.Errorf("queueOrder must be fifo in a keyed pool (a key's tasks start in submission order), got %v", c.QueueOrder)
 	case c.CoDel != nil:
 		return fmt.Errorf("codel is not available in a keyed pool")
+	case c.Priorities != nil:
+		return fmt.Errorf("priorities are not available in a keyed pool (give each class its own pool), got %+v", *c.Priorities)
 	}
 	return nil
 }
@@ -225,6 +227,7 @@ type lane struct {
 	waiting    int   // its submitters waiting for room (GoKeyed)
 	prev, next *lane // in the ring of lanes with queued tasks
 	owner      any   // its *klane[K]
+	class      int8  // in a pool with priorities, its class (Sheddable 0)
 }
 
 // lanes is a keyed pool's scheduler, guarded by b.mu: the lanes with
@@ -235,6 +238,7 @@ type lanes struct {
 	maxRun, maxQueue int // as configured (0: the pool's)
 	perRun, perQueue int // in force
 	gone             func(*lane)
+	prio             *classes // a pool with priorities: its lanes are the classes'
 }
 
 // set installs cfg's per-key limits. b.mu must be held (or b unshared).
@@ -317,6 +321,9 @@ func (b *Bulkhead) lanePushLocked(n *node) {
 	}
 	l.q.push(n)
 	b.queue.len++
+	if ks.prio != nil && ks.prio.aging > 0 {
+		n.joined = b.now()
+	}
 }
 
 // laneRemoveLocked takes n out of its lane, and the lane out of the ring
@@ -355,6 +362,9 @@ func (b *Bulkhead) firstQueuedLocked() *node {
 // task that its lane would start. Tasks past their deadline go to shedNodes.
 func (b *Bulkhead) popKeyedLocked() *node {
 	ks := b.keys
+	if ks.prio != nil {
+		return b.popPrioLocked()
+	}
 	for {
 		l := ks.cursor
 		for l != nil && l.running >= ks.perRun {
@@ -401,6 +411,10 @@ func (b *Bulkhead) popKeyedLocked() *node {
 // submitters' tasks, oldest first, into their lanes while the queue has
 // room, skipping those whose lane is full.
 func (b *Bulkhead) refillKeyedLocked() {
+	if b.keys.prio != nil {
+		b.refillPrioLocked()
+		return
+	}
 	capacity := b.cfg.Load().QueueCapacity
 	for n := b.waiting.head; n != nil && b.queue.len < capacity; {
 		next := n.next

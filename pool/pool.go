@@ -60,7 +60,8 @@ type Bulkhead struct {
 	loanEnded                              chan struct{} // closed when a loan ends, if a wait wants to know (see help)
 	released                               chan struct{} // closed when Close is done: drained, and no goroutine busy
 	releasing                              bool          // released is closed or being closed
-	keys                                   *lanes        // a keyed pool's lanes (see Keyed), nil for a plain one
+	keys                                   *lanes        // a keyed pool's lanes (see Keyed) or the classes' (Priorities), nil for a plain one
+	satQueue                               int           // the queue depth that saturates: QueueCapacity, or (Displace) never
 }
 
 // fullErrors are the errors of every rejection, by reason: [0] of a task
@@ -68,7 +69,7 @@ type Bulkhead struct {
 type fullErrors [2][nReasons]bulkhead.FullError
 
 // nReasons bounds the reasons a pool refuses with.
-const nReasons = bulkhead.ReasonKey + 1
+const nReasons = bulkhead.ReasonDisplaced + 1
 
 // err returns the prebuilt error of a rejection for reason r.
 func (f *fullErrors) err(r bulkhead.Reason, waited bool) *bulkhead.FullError {
@@ -92,6 +93,9 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
 	}
 	b := &Bulkhead{name: name, epoch: time.Now(), released: make(chan struct{})}
+	if cfg.Priorities != nil {
+		b.keys = newClasses()
+	}
 	p, err := b.newAnts(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pool %q: %w", name, err)
@@ -117,7 +121,16 @@ func (b *Bulkhead) apply(cfg Config) {
 		c := *cfg.CoDel // a copy: the caller's may change
 		cfg.CoDel = &c
 	}
+	if cfg.Priorities != nil {
+		p := *cfg.Priorities
+		cfg.Priorities = &p
+		b.keys.prio.set(&cfg)
+	}
 	b.line.Set(cfg.QueueOrder, cfg.LIFOThreshold, cfg.CoDel)
+	b.satQueue = cfg.QueueCapacity
+	if cfg.Displace { // a full queue may still take a task that displaces one
+		b.satQueue = MaxLimit + 1
+	}
 	b.cfg.Store(&cfg)
 	fe := new(fullErrors)
 	for w := range fe {
@@ -134,7 +147,7 @@ func (b *Bulkhead) free() bool { return b.active-b.lent < b.cfg.Load().MaxWorker
 
 // storeSaturated updates saturated. b.mu must be held.
 func (b *Bulkhead) storeSaturated() {
-	if s := !b.free() && b.queue.len >= b.cfg.Load().QueueCapacity; s != b.saturated.Load() {
+	if s := !b.free() && b.queue.len >= b.satQueue; s != b.saturated.Load() {
 		b.saturated.Store(s)
 	}
 }
@@ -148,6 +161,10 @@ func (b *Bulkhead) Config() Config {
 	if cfg.CoDel != nil {
 		c := *cfg.CoDel // a copy: the caller's may change
 		cfg.CoDel = &c
+	}
+	if cfg.Priorities != nil {
+		p := *cfg.Priorities
+		cfg.Priorities = &p
 	}
 	return cfg
 }
@@ -310,6 +327,8 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	case b.closed.Load():
 		b.mu.Unlock()
 		return bulkhead.ErrClosed
+	case b.keys != nil:
+		return b.admitPrioLocked(ctx, n, wait)
 	case b.free():
 		b.startLocked(n)
 		b.mu.Unlock()
@@ -940,6 +959,9 @@ func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old *ants.P
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, nil, 0, fmt.Errorf("pool %q: %w", b.name, err)
+	}
+	if on := b.keys != nil && b.keys.prio != nil; (cfg.Priorities != nil) != on {
+		return nil, nil, nil, 0, fmt.Errorf("pool %q: priorities cannot be switched on or off by Reconfigure (in force: %v)", b.name, on)
 	}
 	if cfg.keepAlive() != b.cfg.Load().keepAlive() {
 		// ants cannot change a pool's expiry: start a new pool and let the

@@ -72,7 +72,9 @@ type PoolSpec struct {
 	// MaxRunningPerKey and QueueCapacityPerKey make the instance a keyed
 	// pool (pool.KeyedConfig's fields of the same names).
 	MaxRunningPerKey, QueueCapacityPerKey *int
-	Line                                  // as in SemaphoreSpec
+	Line                                                       // as in SemaphoreSpec
+	Priorities                            *bulkhead.Priorities // priorities: {ceilings: {...}, aging}, inherited whole
+	Displace                              *bool                // priorities.displace
 }
 
 func (s SemaphoreSpec) common() (string, *int, *adaptive.Config) {
@@ -100,7 +102,7 @@ var (
 		lineKeys(func(s *SemaphoreSpec) *Line { return &s.Line }, func(c *semaphore.Config) configLine {
 			return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
 		})))}
-	poolKind = &kind[PoolSpec, pool.Config]{name: "pool", defaults: pool.DefaultConfig, fields: slices.Concat([]field[PoolSpec, pool.Config]{
+	poolKind = &kind[PoolSpec, pool.Config]{name: "pool", defaults: pool.DefaultConfig, fields: withPoolPriorities(slices.Concat([]field[PoolSpec, pool.Config]{
 		ptr("maxThreadPoolSize", "MaxWorkers", integer, func(s *PoolSpec) **int { return &s.MaxWorkers }, func(c *pool.Config) *int { return &c.MaxWorkers }, "maxWorkers"),
 		ptr[PoolSpec, pool.Config]("coreThreadPoolSize", "CoreWorkers", integer, func(s *PoolSpec) **int { return &s.CoreWorkers }, nil),
 		ptr("queueCapacity", "QueueCapacity", integer, func(s *PoolSpec) **int { return &s.QueueCapacity }, func(c *pool.Config) *int { return &c.QueueCapacity }),
@@ -114,7 +116,7 @@ var (
 	}, block[PoolSpec, pool.Config]("adaptive", "Adaptive", func(s *PoolSpec) **adaptive.Config { return &s.Adaptive }, nil, nil, adaptiveKeys),
 		lineKeys(func(s *PoolSpec) *Line { return &s.Line }, func(c *pool.Config) configLine {
 			return configLine{&c.MaxWaitingCalls, &c.LIFOThreshold, &c.MinDeadlineSlack, &c.QueueOrder, &c.CoDel}
-		}))}
+		})))}
 	// adaptiveKeys are the keys of an adaptive block, for both kinds.
 	adaptiveKeys = []field[adaptive.Config, struct{}]{
 		leaf("algorithm", str, func(a *adaptive.Config) *string { return &a.Algorithm }),

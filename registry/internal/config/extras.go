@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
@@ -28,12 +29,12 @@ func withExtras(fs []field[SemaphoreSpec, semaphore.Config]) []field[SemaphoreSp
 	shadowKey := whole("shadow", "Shadow", shadow, func(c *C) **semaphore.Shadow { return &c.Shadow }, func(*semaphore.Shadow) error { return nil })
 	return append(fs, observe, shadowKey,
 		whole("priorities", "Priorities", prio, func(c *C) **bulkhead.Priorities { return &c.Priorities }, (*bulkhead.Priorities).Validate),
-		sub(prio, "priorities.ceilings.sheddable", number, func(p *bulkhead.Priorities) *float64 { return &p.Sheddable }),
-		sub(prio, "priorities.ceilings.sheddablePlus", number, func(p *bulkhead.Priorities) *float64 { return &p.SheddablePlus }),
-		sub(prio, "priorities.ceilings.critical", number, func(p *bulkhead.Priorities) *float64 { return &p.Critical }),
-		sub(prio, "priorities.aging", duration, func(p *bulkhead.Priorities) *time.Duration { return &p.Aging }),
-		sub(shadow, "shadow.maxConcurrentCalls", integer, func(p *semaphore.Shadow) *int { return &p.MaxConcurrentCalls }),
-		sub(shadow, "shadow.maxWaitDuration", duration, func(p *semaphore.Shadow) *time.Duration { return &p.MaxWaitDuration }),
+		sub[S, C](prio, "priorities.ceilings.sheddable", number, func(p *bulkhead.Priorities) *float64 { return &p.Sheddable }),
+		sub[S, C](prio, "priorities.ceilings.sheddablePlus", number, func(p *bulkhead.Priorities) *float64 { return &p.SheddablePlus }),
+		sub[S, C](prio, "priorities.ceilings.critical", number, func(p *bulkhead.Priorities) *float64 { return &p.Critical }),
+		sub[S, C](prio, "priorities.aging", duration, func(p *bulkhead.Priorities) *time.Duration { return &p.Aging }),
+		sub[S, C](shadow, "shadow.maxConcurrentCalls", integer, func(p *semaphore.Shadow) *int { return &p.MaxConcurrentCalls }),
+		sub[S, C](shadow, "shadow.maxWaitDuration", duration, func(p *semaphore.Shadow) *time.Duration { return &p.MaxWaitDuration }),
 	)
 }
 
@@ -61,11 +62,30 @@ func whole[S, C, B any](key, goName string, get func(*S) **B, to func(*C) **B, c
 }
 
 // sub is a key inside the block get returns, created when first set.
-func sub[B, T any](get func(*SemaphoreSpec) **B, key string, p parser[T], at func(*B) *T) field[SemaphoreSpec, semaphore.Config] {
-	return field[SemaphoreSpec, semaphore.Config]{key: key, goName: key, want: p.want, set: func(s *SemaphoreSpec, v *value) {
+func sub[S, C, B, T any](get func(*S) **B, key string, p parser[T], at func(*B) *T) field[S, C] {
+	return field[S, C]{key: key, goName: key, want: p.want, set: func(s *S, v *value) {
 		*get(s) = cmp.Or(*get(s), new(B))
 		if x, ok := p.parse(v); ok {
 			*at(*get(s)) = x
 		}
 	}}
+}
+
+// withPoolPriorities appends a pool's priorities keys, one line each, as
+// withExtras does the semaphore's, and priorities.displace (Config.Displace).
+func withPoolPriorities(fs []field[PoolSpec, pool.Config]) []field[PoolSpec, pool.Config] {
+	type S = PoolSpec
+	type C = pool.Config
+	prio := func(s *S) **bulkhead.Priorities { return &s.Priorities }
+	displace := ptr("priorities.displace", "Displace", boolean, func(s *S) **bool { return &s.Displace }, func(c *C) *bool { return &c.Displace })
+	set := displace.set
+	displace.own = func(S) error { return nil }                                                                      // checked with the whole Config
+	displace.set = func(s *S, v *value) { s.Priorities = cmp.Or(s.Priorities, new(bulkhead.Priorities)); set(s, v) } // as sub does
+	return append(fs, displace,
+		whole("priorities", "Priorities", prio, func(c *C) **bulkhead.Priorities { return &c.Priorities }, (*bulkhead.Priorities).Validate),
+		sub[S, C](prio, "priorities.ceilings.sheddable", number, func(p *bulkhead.Priorities) *float64 { return &p.Sheddable }),
+		sub[S, C](prio, "priorities.ceilings.sheddablePlus", number, func(p *bulkhead.Priorities) *float64 { return &p.SheddablePlus }),
+		sub[S, C](prio, "priorities.ceilings.critical", number, func(p *bulkhead.Priorities) *float64 { return &p.Critical }),
+		sub[S, C](prio, "priorities.aging", duration, func(p *bulkhead.Priorities) *time.Duration { return &p.Aging }),
+	)
 }

@@ -1,0 +1,183 @@
+package pool
+
+import (
+	"context"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead"
+)
+
+// A pool with Config.Priorities keeps its queue in the lanes of a keyed
+// pool's scheduler, one per class, and serves them highest class first
+// (prio below) instead of round robin.
+
+// classes is a prioritized pool's part of its lanes. b.mu guards it.
+type classes struct {
+	lanes        [4]lane // Sheddable first
+	workers, qus [4]int  // each class's ceilings of taken workers and queue slots
+	aging        time.Duration
+	displace     bool // Config.Displace
+}
+
+// newClasses returns the lanes of a pool with priorities.
+func newClasses() *lanes {
+	ks := &lanes{prio: new(classes), perRun: MaxLimit, perQueue: MaxLimit}
+	for c := range ks.prio.lanes {
+		ks.prio.lanes[c].class = int8(c)
+	}
+	return ks
+}
+
+// set installs cfg's ceilings. b.mu must be held (or b unshared).
+func (cs *classes) set(cfg *Config) {
+	for c := range cs.lanes {
+		p := bulkhead.Sheddable + bulkhead.Priority(c)
+		cs.workers[c] = cfg.Priorities.Ceiling(p, cfg.MaxWorkers)
+		cs.qus[c] = cfg.Priorities.Ceiling(p, cfg.QueueCapacity)
+	}
+	cs.aging, cs.displace = cfg.Priorities.Aging, cfg.Displace
+}
+
+// victimLocked returns the task a task of class c displaces from a full
+// queue: the newest queued task of the lowest class below c, or nil.
+func (b *Bulkhead) victimLocked(c int) *node {
+	for l := range c {
+		if v := b.keys.prio.lanes[l].q.tail; v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// classOf returns p's lane index, p clamped to the four classes.
+func classOf(p bulkhead.Priority) int {
+	return int(min(max(p, bulkhead.Sheddable), bulkhead.CriticalPlus) - bulkhead.Sheddable)
+}
+
+// admitPrioLocked is admit for n of a pool with priorities: n's class is
+// its context's priority; it starts while fewer workers are taken than its
+// class's ceiling, is queued while fewer queue slots are, and is refused
+// with ReasonPriority if what is left is reserved for higher classes. b.mu
+// must be held; it is released.
+func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) error {
+	cs := b.keys.prio
+	c := classOf(bulkhead.PriorityFrom(ctx))
+	n.lane = &cs.lanes[c]
+	switch {
+	case b.free() && n.lane.q.len == 0 && b.active-b.lent < cs.workers[c]:
+		b.startLocked(n)
+		b.mu.Unlock()
+		b.invoke(n)
+		return nil
+	case b.queue.len < cs.qus[c]:
+		if b.tooLate(ctx) {
+			b.mu.Unlock()
+			return b.refuse(bulkhead.ReasonDeadline)
+		}
+		b.enqueueLocked(n)
+		b.mu.Unlock()
+		return nil
+	case cs.displace && b.victimLocked(c) != nil:
+		if b.tooLate(ctx) {
+			b.mu.Unlock()
+			return b.refuse(bulkhead.ReasonDeadline)
+		}
+		v := b.victimLocked(c)
+		b.enqueueLocked(n) // first, so that v's slot goes to n, not to a waiting submitter
+		b.unqueueLocked(v)
+		b.shedLocked(v, bulkhead.ReasonDisplaced)
+		sh := b.takeShedLocked()
+		b.mu.Unlock()
+		b.refusedAll(sh)
+		return nil
+	case !wait:
+		r := bulkhead.ReasonFull
+		if b.free() || b.queue.len < b.cfg.Load().QueueCapacity {
+			r = bulkhead.ReasonPriority
+		}
+		b.mu.Unlock()
+		return b.refuse(r)
+	}
+	return b.waitLocked(ctx, n, true)
+}
+
+// class returns queued n's class, raised by one per Aging it has waited
+// at t.
+func (cs *classes) class(n *node, t int64) int {
+	c := int(n.lane.class)
+	if cs.aging > 0 {
+		c = min(c+int((t-n.joined)/int64(cs.aging)), len(cs.lanes)-1)
+	}
+	return c
+}
+
+// popPrioLocked is popLocked for a pool with priorities: the oldest task of
+// the highest class queued (its class raised by Aging; the older first
+// between equal classes) if that class's ceiling admits it, else the
+// oldest waiting submitter's task of the highest class admitted. Tasks
+// past their deadline go to shedNodes.
+func (b *Bulkhead) popPrioLocked() *node {
+	cs := b.keys.prio
+	taken := b.active - b.lent
+	t := b.now()
+	for {
+		var best *node
+		bc := -1
+		for c := len(cs.lanes) - 1; c >= 0; c-- {
+			if n := cs.lanes[c].q.head; n != nil {
+				if e := cs.class(n, t); e > bc || e == bc && n.joined < best.joined {
+					best, bc = n, e
+				}
+			}
+		}
+		if best == nil || taken >= cs.workers[bc] {
+			break
+		}
+		r, drop := bulkhead.ReasonNone, true
+		if best.stop != nil && best.parent.Err() != nil {
+			b.cancelled++ // failed with the context's error (refuseEach)
+		} else {
+			r, drop = expired(best, t)
+		}
+		b.unqueueLocked(best)
+		if !drop {
+			return best
+		}
+		b.shedLocked(best, r)
+	}
+	for c := len(cs.lanes) - 1; c >= 0 && taken < cs.workers[c]; c-- {
+		for n := b.waiting.head; n != nil; {
+			next := n.next
+			if n.lane == &cs.lanes[c] {
+				b.unwaitLocked(n)
+				if !b.lateLocked(n) {
+					close(n.ready)
+					return n
+				}
+			}
+			n = next
+		}
+	}
+	return nil
+}
+
+// refillPrioLocked is refillLocked for a pool with priorities: it moves
+// waiting submitters' tasks into the queue, highest class first and the
+// oldest first within a class, while their class's ceiling has room.
+func (b *Bulkhead) refillPrioLocked() {
+	cs := b.keys.prio
+	for c := len(cs.lanes) - 1; c >= 0; c-- {
+		for n := b.waiting.head; n != nil && b.queue.len < cs.qus[c]; {
+			next := n.next
+			if n.lane == &cs.lanes[c] {
+				b.unwaitLocked(n)
+				if !b.lateLocked(n) {
+					b.enqueueLocked(n)
+					close(n.ready)
+				}
+			}
+			n = next
+		}
+	}
+	b.storeSaturated()
+}
