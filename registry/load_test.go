@@ -597,3 +597,15 @@ func TestLoadCycleReportedOnce(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 }
+
+// TestLoadUnclosedBracket: a "[" never closed in a key is part of the key's
+// name, not a separator (the fuzzer found that it made the loader loop).
+func TestLoadUnclosedBracket(t *testing.T) {
+	for in, want := range map[string]string{
+		"bulkhead:\n  co[figs:\n    a: {baseConfig: b}\n":       `unknown key "co" in bulkhead`,
+		"bulkhead:\n  instances:\n    a:\n      max[Calls: 2\n": `unknown key "max"`,
+		"bulkhead.instances.a.[maxConcurrentCalls: 2\n":         `[maxConcurrentCalls`,
+	} {
+		wantLoadErr(t, in, want)
+	}
+}

@@ -87,7 +87,7 @@ func splitKey(k string, line int, out []seg) []seg {
 			continue
 		}
 		i := strings.IndexAny(k, ".[")
-		if i < 0 {
+		if i < 0 || i == 0 && k[0] == '[' { // the end, or a "[" never closed
 			return append(out, seg{name: k, line: line})
 		}
 		out = append(out, seg{name: k[:i], line: line})
