@@ -39,6 +39,8 @@ func (c KeyedConfig) Validate() error {
 		return fmt.Errorf("codel is not available in a keyed pool")
 	case c.Priorities != nil:
 		return fmt.Errorf("priorities are not available in a keyed pool (give each class its own pool), got %+v", *c.Priorities)
+	case c.Shadow != nil:
+		return fmt.Errorf("shadow is not available in a keyed pool, got %+v", *c.Shadow)
 	}
 	return nil
 }
