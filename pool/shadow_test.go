@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,10 +146,12 @@ func TestPoolShadowDoesNotChangeEnforcement(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			b, done := shedPool(t, pool.Config{MaxWorkers: 2, QueueCapacity: 2, QueueTimeout: 100 * time.Millisecond, Shadow: sh})
 			var mu sync.Mutex
+			var events []string // by time, and in a fixed order within an instant: the workers publish concurrently
+			start := time.Now()
 			cancelSub := b.Subscribe(func(e bulkhead.Event) {
 				mu.Lock()
 				defer mu.Unlock()
-				log = append(log, fmt.Sprintf("%v %v wait=%v run=%v", e.Type, e.Err, e.Wait, e.Run))
+				events = append(events, fmt.Sprintf("%8v %v %v wait=%v run=%v", e.Time.Sub(start), e.Type, e.Err, e.Wait, e.Run))
 			})
 			step := func(name string, err error) {
 				mu.Lock()
@@ -158,7 +161,6 @@ func TestPoolShadowDoesNotChangeEnforcement(t *testing.T) {
 			gate := make(chan struct{})
 			submit := func(name string, fn func(context.Context) (int, error)) *future.Future[int] {
 				f, err := pool.Submit(context.Background(), b, fn)
-				synctest.Wait() // its worker has published its start
 				step("submit "+name, err)
 				return f
 			}
@@ -191,6 +193,8 @@ func TestPoolShadowDoesNotChangeEnforcement(t *testing.T) {
 			step("result g", err)
 			synctest.Wait()
 			cancelSub()
+			slices.Sort(events)
+			log = append(log, events...)
 			s := b.Stats()
 			step(fmt.Sprintf("stats %+v", s), nil)
 			if sh != nil {
@@ -441,4 +445,29 @@ func TestPoolShadowReconfigure(t *testing.T) {
 	wait(t, f)
 	wait(t, f3)
 	wantShadow(t, b, "at rest", bulkhead.ShadowStats{Limit: 2, QueueCapacity: 4, WouldWait: 1})
+}
+
+// BenchmarkShadowSubmitWait is BenchmarkSubmitWait's pool row on a pool
+// with a shadow of half its workers, which one task at a time never fills,
+// beside the plain pool.
+func BenchmarkShadowSubmitWait(b *testing.B) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		shadow *pool.Shadow
+	}{{"plain", nil}, {"shadowed", &pool.Shadow{MaxWorkers: 4}}} {
+		b.Run(c.name, func(b *testing.B) {
+			p := benchPool(b, pool.Config{MaxWorkers: 8, QueueCapacity: 1024, Shadow: c.shadow})
+			b.ReportAllocs()
+			for b.Loop() {
+				f, err := pool.Submit(ctx, p, answer)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v, _ := f.Wait(ctx); v != 42 {
+					b.Fatal(v)
+				}
+			}
+		})
+	}
 }
