@@ -323,7 +323,7 @@ func (b *Bulkhead) lanePushLocked(n *node) {
 	}
 	l.q.push(n)
 	b.queue.len++
-	if ks.prio != nil && ks.prio.aging > 0 {
+	if ks.prio != nil && ks.prio.aging > 0 && n.joined == 0 { // a waiting submitter's task keeps its age
 		n.joined = b.now()
 	}
 }
