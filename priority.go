@@ -172,13 +172,21 @@ func (c *Priorities) Ceiling(p Priority, limit int) int {
 // observes, what its own limit would have done. A semaphore simulates its
 // shadow exactly for calls that hold a permit for their duration (Do,
 // Execute, a Permit); bare Acquire and TryAcquire calls carry no shadow
-// permit and are judged by calls in flight, which over-counts.
+// permit and are judged by calls in flight, which over-counts. A pool's
+// shadow is a smaller pool whose figures are an estimate (see the pool
+// package's Shadow).
 type ShadowStats struct {
-	// Limit is the shadow's limit of concurrent calls.
+	// Limit is the shadow's limit of concurrent calls (a pool's: MaxWorkers).
 	Limit int
 	// InUse is the number of shadow permits held now: the calls that the
 	// shadow would have let run and that are still running.
 	InUse int
+	// QueueDepth is the number of shadow queue slots held now (pool): the
+	// tasks the shadow would have kept queued; 0 for a semaphore.
+	QueueDepth int
+	// QueueCapacity is the shadow's queue capacity (pool); 0 for a
+	// semaphore.
+	QueueCapacity int
 	// WouldReject counts the calls that found the shadow full and could not
 	// have waited for it (its MaxWaitDuration is 0).
 	WouldReject uint64

@@ -75,6 +75,22 @@ func init() {
 				sink.Store(int64(v))
 			}
 		}},
+		// Issue 25: pool_Submit_Wait on a pool with a shadow of half its
+		// workers, which its one task at a time never fills: the shadow's
+		// bookkeeping per task (a slot, taken at the start, given back at
+		// the end).
+		opCase{oursKind, "pool_Submit_Wait_shadow", func(b *testing.B) func() {
+			p, err := pool.New("bench", pool.Config{MaxWorkers: joinWorkers, QueueCapacity: joinWorkers,
+				Shadow: &pool.Shadow{MaxWorkers: joinWorkers / 2}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = p.Close(bg) })
+			return func() {
+				v, _ := poolJoin(p, answer)
+				sink.Store(int64(v))
+			}
+		}},
 		// Issue 23: the keyed pool's submit-and-wait, keys in turn (target:
 		// at most 1.15x pool_Submit_Wait).
 		opCase{oursKind, "pool_SubmitKeyed_Wait", func(b *testing.B) func() {

@@ -246,7 +246,9 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 	errs = append(errs, err)
 	// A shadowed or observe-only bulkhead's ShadowStats.
 	shadowLimit := updown("bulkhead.shadow.limit", "The shadow's limit, evaluated and never enforced (observe-only: the configured limit).", nil).inst
-	shadowActive := updown("bulkhead.shadow.active_calls", "Shadow permits held now: calls the shadow would have let run that are still running.", nil).inst
+	shadowActive := updown("bulkhead.shadow.active_calls", "Shadow permits (a pool's: shadow workers) held now: calls the shadow would have let run that are still running.", nil).inst
+	shadowQueued := updown("bulkhead.shadow.queued_calls", "A pool's shadow queue slots held now: tasks the shadow would have kept queued.", nil).inst
+	shadowQueueLimit := updown("bulkhead.shadow.queue.limit", "A pool's shadow queue capacity.", nil).inst
 	shadowObserve := state("bulkhead.shadow.observe", "1 for a bulkhead that enforces nothing and evaluates its own limit as a shadow, else 0.")
 	wouldReject := count("bulkhead.shadow.would_reject", "Calls that found the shadow full and would have been refused at once (a shadow without waiting).", nil).inst
 	wouldWait := count("bulkhead.shadow.would_wait", "Calls that found the shadow full and would have had to wait for it.", nil).inst
@@ -254,12 +256,12 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	insts := make([]metric.Observable, 0, len(gauges)+len(counters)+12)
+	insts := make([]metric.Observable, 0, len(gauges)+len(counters)+20)
 	for _, g := range gauges {
 		insts = append(insts, g.inst)
 	}
 	insts = append(insts, calls.inst, counters[3].inst, counters[4].inst, rejections.inst, overloaded, lifo,
-		activeKeys, idleKeys, evictedKeys, shadowLimit, shadowActive, shadowObserve, wouldReject, wouldWait, wouldTimeOut)
+		activeKeys, idleKeys, evictedKeys, shadowLimit, shadowActive, shadowQueued, shadowQueueLimit, shadowObserve, wouldReject, wouldWait, wouldTimeOut)
 	var reasonsMu sync.Mutex // two readers may collect at once
 	reasons := map[key]*reasonOpts{}
 
@@ -333,6 +335,10 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 				o.ObserveInt64(wouldReject, int64(ss.WouldReject), opts[i][none])
 				o.ObserveInt64(wouldWait, int64(ss.WouldWait), opts[i][none])
 				o.ObserveInt64(wouldTimeOut, int64(ss.WouldTimeOut), opts[i][none])
+				if s.Kind == bulkhead.Pool {
+					o.ObserveInt64(shadowQueued, int64(ss.QueueDepth), opts[i][none])
+					o.ObserveInt64(shadowQueueLimit, int64(ss.QueueCapacity), opts[i][none])
+				}
 			}
 		}
 		return nil
@@ -360,7 +366,8 @@ func Register(mp metric.MeterProvider, src Source, opts Options) (unregister fun
 	}, nil
 }
 
-// shadowed is a bulkhead with a shadow limit or observe mode
+// shadowed is a bulkhead with a shadow limit or observe mode (a semaphore,
+// or a pool with a shadow)
 // (*semaphore.Bulkhead), as the registry's collector finds it.
 type shadowed interface {
 	ShadowStats() (bulkhead.ShadowStats, bool)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/bulkheadotel"
+	"github.com/bulkhead-go/bulkhead/future"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/registry"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -122,7 +123,12 @@ func TestInstruments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(b, keyed, shadowed), bulkheadotel.Options{Histograms: true})
+	shadowedPool, err := pool.New("mail", pool.Config{MaxWorkers: 2, Shadow: &pool.Shadow{MaxWorkers: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shadowedPool.Close(context.Background())
+	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(b, keyed, shadowed, shadowedPool), bulkheadotel.Options{Histograms: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,13 +154,15 @@ func TestInstruments(t *testing.T) {
 		"bulkhead.active_keys":  "updown {key}",
 		"bulkhead.idle_keys":    "updown {key}",
 		"bulkhead.evicted_keys": "counter {key}",
-		// shadowed and observe-only bulkheads
+		// shadowed and observe-only bulkheads (the queue's: pools)
 		"bulkhead.shadow.limit":          "updown {call}",
 		"bulkhead.shadow.active_calls":   "updown {call}",
 		"bulkhead.shadow.observe":        "gauge 1",
 		"bulkhead.shadow.would_reject":   "counter {call}",
 		"bulkhead.shadow.would_wait":     "counter {call}",
 		"bulkhead.shadow.would_time_out": "counter {call}",
+		"bulkhead.shadow.queued_calls":   "updown {call}",
+		"bulkhead.shadow.queue.limit":    "updown {call}",
 	}
 	for name, m := range ms {
 		var kind string
@@ -694,4 +702,41 @@ func TestShadowStats(t *testing.T) {
 	ms = collect(t, r)
 	check(t, ms, "bulkhead.shadow.active_calls", c, 0)
 	check(t, ms, "bulkhead.shadow.active_calls", s, 0)
+}
+
+// A shadowed pool reports its ShadowStats, its shadow queue's too.
+func TestPoolShadowStats(t *testing.T) {
+	r, mp := newReader(t)
+	b, err := pool.New("mail", pool.Config{MaxWorkers: 4, QueueCapacity: 4, Shadow: &pool.Shadow{MaxWorkers: 1, QueueCapacity: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	unregister, err := bulkheadotel.Register(mp, bulkheadotel.Bulkheads(b), bulkheadotel.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	release := make(chan struct{})
+	var fs []*future.Future[struct{}]
+	for range 3 { // the shadow's worker, its queue slot, one it would reject
+		f, err := b.TryGo(context.Background(), func(context.Context) error { <-release; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, f)
+	}
+	ms := collect(t, r)
+	p := attrs("mail", "pool")
+	for name, want := range map[string]int64{"bulkhead.shadow.limit": 1, "bulkhead.shadow.active_calls": 1, "bulkhead.shadow.queued_calls": 1,
+		"bulkhead.shadow.queue.limit": 1, "bulkhead.shadow.would_wait": 1, "bulkhead.shadow.would_reject": 1, "bulkhead.shadow.would_time_out": 0} {
+		check(t, ms, name, p, want)
+	}
+	close(release)
+	for _, f := range fs {
+		f.Wait(context.Background())
+	}
+	ms = collect(t, r)
+	check(t, ms, "bulkhead.shadow.active_calls", p, 0)
+	check(t, ms, "bulkhead.shadow.queued_calls", p, 0)
 }

@@ -78,6 +78,12 @@ type Config struct {
 	// below its own, and take its slot; that task's future fails with a
 	// [*bulkhead.FullError] of [bulkhead.ReasonDisplaced].
 	Displace bool
+
+	// Shadow, if not nil, evaluates a smaller pool on live traffic without
+	// enforcing it, and counts what it would have done
+	// ([Bulkhead.ShadowStats]); the counts are an estimate (see [Shadow]).
+	// It is not available in a keyed pool.
+	Shadow *Shadow
 }
 
 // DefaultConfig returns Resilience4j's thread-pool defaults, GOMAXPROCS
@@ -103,6 +109,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("keepAlive must be >= 0, got %v", c.KeepAlive)
 	}
 	if err := shed.Validate(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel); err != nil {
+		return err
+	}
+	if err := c.validateShadow(); err != nil {
 		return err
 	}
 	switch {

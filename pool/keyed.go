@@ -39,6 +39,8 @@ func (c KeyedConfig) Validate() error {
 		return fmt.Errorf("codel is not available in a keyed pool")
 	case c.Priorities != nil:
 		return fmt.Errorf("priorities are not available in a keyed pool (give each class its own pool), got %+v", *c.Priorities)
+	case c.Shadow != nil:
+		return fmt.Errorf("shadow is not available in a keyed pool, got %+v", *c.Shadow)
 	}
 	return nil
 }
@@ -321,7 +323,7 @@ func (b *Bulkhead) lanePushLocked(n *node) {
 	}
 	l.q.push(n)
 	b.queue.len++
-	if ks.prio != nil && ks.prio.aging > 0 {
+	if ks.prio != nil && ks.prio.aging > 0 && n.joined == 0 { // a waiting submitter's task keeps its age
 		n.joined = b.now()
 	}
 }

@@ -62,6 +62,7 @@ type Bulkhead struct {
 	releasing                              bool          // released is closed or being closed
 	keys                                   *lanes        // a keyed pool's lanes (see Keyed) or the classes' (Priorities), nil for a plain one
 	satQueue                               int           // the queue depth that saturates: QueueCapacity, or (Displace) never
+	shadow                                 *shadow       // Config.Shadow's pool (shadow.go); nil if the Config never had one
 }
 
 // fullErrors are the errors of every rejection, by reason: [0] of a task
@@ -126,6 +127,7 @@ func (b *Bulkhead) apply(cfg Config) {
 		cfg.Priorities = &p
 		b.keys.prio.set(&cfg)
 	}
+	b.applyShadow(&cfg)
 	b.line.Set(cfg.QueueOrder, cfg.LIFOThreshold, cfg.CoDel)
 	b.satQueue = cfg.QueueCapacity
 	if cfg.Displace { // a full queue may still take a task that displaces one
@@ -166,6 +168,7 @@ func (b *Bulkhead) Config() Config {
 		p := *cfg.Priorities
 		cfg.Priorities = &p
 	}
+	cfg.Shadow = copyShadow(cfg.Shadow)
 	return cfg
 }
 
@@ -485,6 +488,9 @@ func (b *Bulkhead) startLocked(n *node) {
 	b.running.push(n)
 	b.permitted++
 	b.storeSaturated()
+	if b.shadow != nil {
+		b.shadowStart(n)
+	}
 }
 
 // enqueueLocked puts n at the back of the queue, until QueueTimeout or its
@@ -494,6 +500,9 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 		n.queuedAt = b.now()
 	}
 	n.state = stQueued
+	if b.shadow != nil {
+		b.shadowAdmit(n)
+	}
 	if n.lane != nil {
 		b.lanePushLocked(n)
 	} else {
@@ -623,6 +632,9 @@ func expired(n *node, t int64) (bulkhead.Reason, bool) {
 // context ended), for the caller to complete after the unlock.
 func (b *Bulkhead) shedLocked(n *node, r bulkhead.Reason) {
 	n.state, n.reason = stDone, r
+	if b.shadow != nil {
+		b.shadowDone(n)
+	}
 	if r != bulkhead.ReasonNone {
 		b.rejected[r].Add(1)
 	}
@@ -713,6 +725,9 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	}
 	b.running.remove(n)
 	n.state = stDone
+	if b.shadow != nil {
+		b.shadowDone(n)
+	}
 	b.active--
 	var more []*node // a keyed pool's tasks that may start too
 	if n.lane != nil {
@@ -863,6 +878,9 @@ func (b *Bulkhead) refuseEach(ns []*node) {
 func (b *Bulkhead) dropLocked(n *node) {
 	b.unqueueLocked(n)
 	n.state = stDone
+	if b.shadow != nil {
+		b.shadowDone(n)
+	}
 	b.tidyLocked(n)
 }
 

@@ -98,11 +98,14 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 		b.mu.Unlock()
 		return b.refuse(r)
 	}
+	if cs.aging > 0 {
+		n.joined = b.now() // a waiting submitter ages too (class), from now
+	}
 	return b.waitLocked(ctx, n, true)
 }
 
-// class returns queued n's class, raised by one per Aging it has waited
-// at t.
+// class returns queued or waiting n's class, raised by one per Aging it
+// has waited at t (for room, then in the queue).
 func (cs *classes) class(n *node, t int64) int {
 	c := int(n.lane.class)
 	if cs.aging > 0 {
@@ -114,8 +117,8 @@ func (cs *classes) class(n *node, t int64) int {
 // popPrioLocked is popLocked for a pool with priorities: the oldest task of
 // the highest class queued (its class raised by Aging; the older first
 // between equal classes) if that class's ceiling admits it, else the
-// oldest waiting submitter's task of the highest class admitted. Tasks
-// past their deadline go to shedNodes.
+// oldest waiting submitter's task of the highest class (raised by Aging
+// too) admitted. Tasks past their deadline go to shedNodes.
 func (b *Bulkhead) popPrioLocked() *node {
 	cs := b.keys.prio
 	taken := b.active - b.lent
@@ -148,7 +151,7 @@ func (b *Bulkhead) popPrioLocked() *node {
 	for c := len(cs.lanes) - 1; c >= 0 && taken < cs.workers[c]; c-- {
 		for n := b.waiting.head; n != nil; {
 			next := n.next
-			if n.lane == &cs.lanes[c] {
+			if cs.class(n, t) == c {
 				b.unwaitLocked(n)
 				if !b.lateLocked(n) {
 					close(n.ready)
@@ -162,14 +165,19 @@ func (b *Bulkhead) popPrioLocked() *node {
 }
 
 // refillPrioLocked is refillLocked for a pool with priorities: it moves
-// waiting submitters' tasks into the queue, highest class first and the
-// oldest first within a class, while their class's ceiling has room.
+// waiting submitters' tasks into the queue, highest class (raised by
+// Aging) first and the oldest first within a class, while their class's
+// ceiling has room.
 func (b *Bulkhead) refillPrioLocked() {
 	cs := b.keys.prio
+	var t int64
+	if cs.aging > 0 && b.waiting.len > 0 {
+		t = b.now()
+	}
 	for c := len(cs.lanes) - 1; c >= 0; c-- {
 		for n := b.waiting.head; n != nil && b.queue.len < cs.qus[c]; {
 			next := n.next
-			if n.lane == &cs.lanes[c] {
+			if cs.class(n, t) == c {
 				b.unwaitLocked(n)
 				if !b.lateLocked(n) {
 					b.enqueueLocked(n)

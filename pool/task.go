@@ -67,6 +67,7 @@ type node struct {
 	lender     *node           // the task whose slot this one runs in, until it finishes (see help)
 	lane       *lane           // its key's lane in a keyed pool, nil in a plain one
 	ended      chan struct{}   // closed when a task started in a lender's slot has finished
+	shadow     *slot           // its place in the pool's Shadow (shadow.go), nil without one
 	// The node is the task's context: the submitter's (parent) until a
 	// Done is asked for, then a context.WithCancel of it (inner), made
 	// only then, so that a task that never looks at ctx.Done() costs one

@@ -34,7 +34,10 @@ type SemaphoreSpec = config.SemaphoreSpec
 // PoolSpec configures a pool or a shared pool configuration: BaseConfig,
 // MaxWorkers (maxThreadPoolSize), CoreWorkers (no effect; above MaxWorkers
 // refused), QueueCapacity, QueueTimeout (maxWaitDuration), KeepAlive,
-// EventBufferSize, Adaptive and the [Line]'s fields.
+// EventBufferSize, Adaptive, the [Line]'s fields, Priorities and Displace
+// (YAML priorities: {ceilings, aging, displace}) and Shadow (YAML shadow:
+// {maxThreadPoolSize, queueCapacity, maxWaitDuration}, inherited whole;
+// docs/pool.md), the last three this library's extensions.
 type PoolSpec = config.PoolSpec
 
 // Line is the shedding rules of a bulkhead's line of waiters, inside

@@ -32,7 +32,8 @@ type instanceStatus struct {
 	Adaptive *adaptive.State `json:"adaptive,omitempty"`
 	// Keys are a keyed bulkhead's key counts, never a key.
 	Keys *bulkhead.KeyStats `json:"keys,omitempty"`
-	// Shadow is a shadowed or observe-only semaphore's ShadowStats.
+	// Shadow is a shadowed (semaphore or pool) or observe-only semaphore's
+	// ShadowStats.
 	Shadow *statusShadow `json:"shadow,omitempty"`
 }
 

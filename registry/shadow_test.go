@@ -67,7 +67,7 @@ resilience4j:
 	}
 	defer unregister()
 	want := `
-# HELP bulkhead_shadow_in_flight_calls Shadow permits held now: calls the shadow would have let run that are still running.
+# HELP bulkhead_shadow_in_flight_calls Shadow permits (a pool's: shadow workers) held now: calls the shadow would have let run that are still running.
 # TYPE bulkhead_shadow_in_flight_calls gauge
 bulkhead_shadow_in_flight_calls{kind="semaphore",name="checkout"} 0
 bulkhead_shadow_in_flight_calls{kind="semaphore",name="search"} 1

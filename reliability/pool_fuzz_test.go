@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,25 +19,28 @@ import (
 // pfModel is the pool bulkhead as a few lines of sequential code: a worker
 // limit, the running tasks, a FIFO queue with deadlines, and the counters.
 type pfModel struct {
-	limit, qcap int
-	wait        time.Duration
-	lifo        bool      // QueueOrder LIFO: the newest queued task starts first
-	active      int       // tasks counted running
-	lent        int       // of those, the ones running in the slot of a task that waits for them
-	running     []*pfTask // of those, the ones still running (quick ones finish at once)
-	queue       []*pfTask
-	permitted   uint64
-	rejected    uint64
-	by          [len(bulkhead.Reasons) + 1]uint64 // rejections by reason
-	cancelled   uint64
-	finished    uint64
-	failed      uint64
-	closed      bool
+	limit, qcap  int
+	wait         time.Duration
+	lifo         bool      // QueueOrder LIFO: the newest queued task starts first
+	prio         bool      // Priorities (the defaults, no aging): ceilings per class, the queue served highest class first
+	wceil, qcap4 [4]int    // with prio: each class's ceilings of taken workers and of queue slots (Sheddable first)
+	active       int       // tasks counted running
+	lent         int       // of those, the ones running in the slot of a task that waits for them
+	running      []*pfTask // of those, the ones still running (quick ones finish at once)
+	queue        []*pfTask
+	permitted    uint64
+	rejected     uint64
+	by           [len(bulkhead.Reasons) + 1]uint64 // rejections by reason
+	cancelled    uint64
+	finished     uint64
+	failed       uint64
+	closed       bool
 }
 
 // pfTask is one accepted Submit.
 type pfTask struct {
 	id        int
+	class     int                      // with prio: its class, 0 (Sheddable) to 3 (CriticalPlus)
 	blocking  bool                     // waits for release or its context; else returns at once
 	queued    bool                     // in the model's queue
 	done      bool                     // the model says its future has completed
@@ -84,6 +88,11 @@ func (m *pfModel) finish(t *pfTask, outcome string) {
 		m.lent--
 		t.loanEnded = true
 	}
+	if m.prio {
+		m.active--
+		m.kick()
+		return
+	}
 	if len(m.queue) > 0 && m.active-m.lent <= m.limit {
 		h := m.pop()
 		m.active--
@@ -93,12 +102,62 @@ func (m *pfModel) finish(t *pfTask, outcome string) {
 	m.active--
 }
 
+// setCeilings computes the classes' ceilings of the limits in force, as
+// the pool does (bulkhead.Priorities.Ceiling of the defaults).
+func (m *pfModel) setCeilings() {
+	var p bulkhead.Priorities
+	for c := range 4 {
+		m.wceil[c] = p.Ceiling(bulkhead.Sheddable+bulkhead.Priority(c), m.limit)
+		m.qcap4[c] = p.Ceiling(bulkhead.Sheddable+bulkhead.Priority(c), m.qcap)
+	}
+}
+
+// best returns the index in the queue of the task a prioritized pool
+// starts next: the oldest of the highest class queued; -1 if none.
+func (m *pfModel) best() int {
+	b := -1
+	for i, t := range m.queue {
+		if b < 0 || t.class > m.queue[b].class {
+			b = i
+		}
+	}
+	return b
+}
+
+// kick starts, with prio, queued tasks while a worker is free and the
+// class of the next one has room under its ceiling.
+func (m *pfModel) kick() {
+	for len(m.queue) > 0 && m.active-m.lent < m.limit {
+		i := m.best()
+		if m.active-m.lent >= m.wceil[m.queue[i].class] {
+			return
+		}
+		t := m.queue[i]
+		m.queue = append(m.queue[:i:i], m.queue[i+1:]...)
+		m.start(t)
+	}
+}
+
+// laneHead reports whether t is the oldest queued task of its class (with
+// prio, only that one can be started in a waiting task's slot).
+func (m *pfModel) laneHead(t *pfTask) bool {
+	for _, x := range m.queue {
+		if x.class == t.class {
+			return x == t
+		}
+	}
+	return false
+}
+
 // pop takes the queued task a free worker starts: the oldest, or the
-// newest in LIFO order.
+// newest in LIFO order, or with prio the best.
 func (m *pfModel) pop() *pfTask {
 	i := 0
 	if m.lifo {
 		i = len(m.queue) - 1
+	}
+	if m.prio {
+		i = m.best()
 	}
 	h := m.queue[i]
 	m.queue = append(m.queue[:i:i], m.queue[i+1:]...)
@@ -180,13 +239,54 @@ func FuzzPoolStateMachine(f *testing.F) {
 			data = data[:400]
 		}
 		defer kickScheduler()()
-		synctest.Test(t, func(t *testing.T) { runPoolModel(t, data) })
+		synctest.Test(t, func(t *testing.T) { runPoolModel(t, data, false) })
 	})
 }
 
-func runPoolModel(t *testing.T, data []byte) {
-	m := &pfModel{limit: 2, qcap: 2}
+// FuzzPoolPriorityStateMachine is FuzzPoolStateMachine on a pool with
+// Priorities (the default ceilings, no aging) and a Shadow: each submit
+// has a class (0 to 3 from its argument), a task starts while its class's
+// ceiling of workers has room and none of its class is queued, queues
+// while its class's ceiling of queue slots has room, and is refused with
+// ReasonPriority (ReasonFull once the pool is full) otherwise; queued
+// tasks start highest class first, first in, first out within a class,
+// and only the oldest of its class can be started in a waiting task's
+// slot. Inside the tasks it checks that none started with more running
+// than its class's ceiling; after every step, the model's Stats; and that
+// the shadow, which must not change any of it, holds at most its one
+// worker, and nothing once the pool is drained. CI runs it briefly with
+//
+//	go test -run '^$' -fuzz '^FuzzPoolPriorityStateMachine$' -fuzztime 30000x ./reliability
+func FuzzPoolPriorityStateMachine(f *testing.F) {
+	f.Add([]byte{1, 0, 1, 0, 0, 0, 4, 0, 4, 0})
+	// Sheddable, Critical, Sheddable, CriticalPlus blocking tasks on 2
+	// workers and 2 slots; releases; a reconfigure to 4 workers.
+	f.Add([]byte{1, 0, 1, 1, 1, 0, 1, 3, 1, 2, 4, 0, 4, 0, 5, 0x07, 4, 0, 4, 0})
+	f.Add([]byte{5, 0x0f, 1, 0, 1, 0, 1, 1, 1, 3, 0, 2, 3, 2, 8, 0x08, 4, 0x11, 2, 0x81, 6, 0})
+	f.Add([]byte{1, 2, 1, 2, 1, 0, 1, 0, 8, 0x08, 4, 0x01, 8, 0x80, 4, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 400 {
+			data = data[:400]
+		}
+		defer kickScheduler()()
+		synctest.Test(t, func(t *testing.T) { runPoolModel(t, data, true) })
+	})
+}
+
+func runPoolModel(t *testing.T, data []byte, prio bool) {
+	m := &pfModel{limit: 2, qcap: 2, prio: prio}
 	cfg := pool.Config{MaxWorkers: m.limit, QueueCapacity: m.qcap, KeepAlive: time.Second}
+	// the shadow: one worker, and a queue timeout shorter than any the
+	// fuzzer configures, so that it stays valid whatever it reconfigures
+	shadow := &pool.Shadow{MaxWorkers: 1, QueueTimeout: 500 * time.Microsecond}
+	var ceilInForce [4]atomic.Int64 // with prio: each class's ceiling of tasks running
+	if prio {
+		cfg.Priorities, cfg.Shadow = &bulkhead.Priorities{}, shadow
+		m.setCeilings()
+		for c := range ceilInForce {
+			ceilInForce[c].Store(int64(m.wceil[c]))
+		}
+	}
 	b, err := pool.New("fuzz", cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -205,11 +305,16 @@ func runPoolModel(t *testing.T, data []byte) {
 	}
 	lastDepth := 0
 
-	submit := func(blocking bool) {
+	submit := func(blocking bool, arg byte) {
 		ctx, cancel := context.WithCancel(context.Background())
 		pt := &pfTask{id: len(all), blocking: blocking, cancel: cancel, release: make(chan int, 1), wait: make(chan *future.Future[int])}
 		kind := map[bool]string{false: "quick", true: "block"}[blocking]
 		fmt.Fprintf(&trace, "submit-%s#%d ", kind, pt.id)
+		if prio {
+			pt.class = int(arg % 4)
+			ctx = bulkhead.WithPriority(ctx, bulkhead.Sheddable+bulkhead.Priority(pt.class))
+			fmt.Fprintf(&trace, "(class %d) ", pt.class)
+		}
 		fut, err := pool.Submit(ctx, b, func(ctx context.Context) (int, error) {
 			pt.runs.Add(1)
 			n, l := runningNow.Add(1), limitInForce.Load()
@@ -220,6 +325,8 @@ func runPoolModel(t *testing.T, data []byte) {
 				}
 			case n > l:
 				overLimit.CompareAndSwap(nil, fmt.Sprintf("task %d started with %d running, limit %d", pt.id, n, l))
+			case prio && n > ceilInForce[pt.class].Load():
+				overLimit.CompareAndSwap(nil, fmt.Sprintf("task %d of class %d started with %d running, its ceiling %d", pt.id, pt.class, n, ceilInForce[pt.class].Load()))
 			}
 			defer runningNow.Add(-1)
 			if !blocking {
@@ -257,6 +364,37 @@ func runPoolModel(t *testing.T, data []byte) {
 				fail("Submit after Close = %v, want ErrClosed", err)
 			}
 			trace.WriteString("(closed) ")
+			cancel()
+			return
+		case prio && m.active-m.lent < m.limit && m.active-m.lent < m.wceil[pt.class] && !slices.ContainsFunc(m.queue, func(x *pfTask) bool { return x.class == pt.class }):
+			if err != nil {
+				fail("Submit of class %d with a free worker under its ceiling = %v", pt.class, err)
+			}
+			all = append(all, pt)
+			m.start(pt)
+		case prio && len(m.queue) < m.qcap4[pt.class]:
+			if err != nil {
+				fail("Submit of class %d with room in the queue under its ceiling = %v", pt.class, err)
+			}
+			all = append(all, pt)
+			pt.queued = true
+			if m.wait > 0 {
+				pt.deadline = time.Now().Add(m.wait)
+			}
+			m.queue = append(m.queue, pt)
+		case prio:
+			r := bulkhead.ReasonPriority
+			if m.active-m.lent >= m.limit && len(m.queue) >= m.qcap {
+				r = bulkhead.ReasonFull
+			}
+			var fe *bulkhead.FullError
+			if !errors.As(err, &fe) || fe.Waited || fe.Reason != r {
+				fail("Submit of class %d = %v, want an immediate FullError for %v", pt.class, err, r)
+			}
+			m.rejected++
+			m.by[r]++
+			immediate++
+			fmt.Fprintf(&trace, "(%v) ", r)
 			cancel()
 			return
 		case m.active-m.lent < m.limit:
@@ -364,6 +502,12 @@ func runPoolModel(t *testing.T, data []byte) {
 			fail("the queue grew to %d over its capacity %d", s.QueueDepth, s.QueueCapacity)
 		}
 		lastDepth = s.QueueDepth
+		if prio {
+			ss, ok := b.ShadowStats()
+			if !ok || ss.InUse < 0 || ss.InUse > 1 || ss.QueueDepth < 0 || ss.WouldWait+ss.WouldReject > accepted {
+				fail("shadow %+v (%v), want at most its 1 worker held and at most %d tasks counted", ss, ok, accepted)
+			}
+		}
 		if closer != nil {
 			select {
 			case err := <-closer:
@@ -395,7 +539,7 @@ func runPoolModel(t *testing.T, data []byte) {
 		op, arg := data[i]%9, data[i+1]
 		switch op {
 		case 0, 1:
-			submit(op == 1)
+			submit(op == 1, arg)
 		case 2: // cancel a pending task, by its future or its context
 			// (not one that lends its slot: it ends only once the task in
 			// its slot has, which the model does not follow)
@@ -420,6 +564,10 @@ func runPoolModel(t *testing.T, data []byte) {
 				m.unqueue(pt)
 				m.cancelled++
 				pt.done, pt.want = true, "dropped"
+				if prio {
+					m.kick()
+					m.settle()
+				}
 			} else {
 				m.finish(pt, "cancelled")
 				m.settle()
@@ -436,6 +584,10 @@ func runPoolModel(t *testing.T, data []byte) {
 					m.by[bulkhead.ReasonTimeout]++
 					pt.done, pt.want = true, "expired"
 				}
+			}
+			if prio {
+				m.kick()
+				m.settle()
 			}
 		case 4: // a blocking running task returns, fails or panics
 			var rs []*pfTask
@@ -460,8 +612,19 @@ func runPoolModel(t *testing.T, data []byte) {
 			if arg&0x40 != 0 {
 				nc.KeepAlive = 3*time.Second - cfg.KeepAlive // 1s <-> 2s: a new ants pool
 			}
-			if arg&0x80 != 0 && nc.QueueTimeout > 0 && nc.QueueCapacity > 0 {
+			if arg&0x80 != 0 && nc.QueueTimeout > 0 && nc.QueueCapacity > 0 && !prio {
 				nc.QueueOrder = bulkhead.LIFO
+			}
+			var ceil [4]int
+			if prio {
+				nc.Priorities, nc.Shadow = &bulkhead.Priorities{}, shadow
+				var p bulkhead.Priorities
+				for c := range ceil {
+					ceil[c] = p.Ceiling(bulkhead.Sheddable+bulkhead.Priority(c), nc.MaxWorkers)
+					if int64(ceil[c]) > ceilInForce[c].Load() {
+						ceilInForce[c].Store(int64(ceil[c]))
+					}
+				}
 			}
 			fmt.Fprintf(&trace, "reconfigure(%d,%d,%v,%v,%v) ", nc.MaxWorkers, nc.QueueCapacity, nc.QueueTimeout, nc.KeepAlive, nc.QueueOrder)
 			if int64(nc.MaxWorkers) > limitInForce.Load() {
@@ -478,9 +641,18 @@ func runPoolModel(t *testing.T, data []byte) {
 				fail("Reconfigure: %v", err)
 			}
 			limitInForce.Store(int64(nc.MaxWorkers)) // after: nothing starts until under it
+			for c := range ceil {
+				if prio {
+					ceilInForce[c].Store(int64(ceil[c]))
+				}
+			}
 			cfg = nc
 			m.limit, m.qcap, m.wait, m.lifo = nc.MaxWorkers, nc.QueueCapacity, nc.QueueTimeout, nc.QueueOrder == bulkhead.LIFO
-			for len(m.queue) > 0 && m.active-m.lent < m.limit {
+			if prio {
+				m.setCeilings()
+				m.kick()
+			}
+			for len(m.queue) > 0 && m.active-m.lent < m.limit && !prio {
 				m.start(m.pop())
 			}
 			m.settle()
@@ -547,11 +719,14 @@ func runPoolModel(t *testing.T, data []byte) {
 			}
 			fmt.Fprintf(&trace, "wait#%d-on-%s#%d ", w.id, via, pt.id)
 			w.waitOn = pt
-			if pt.queued { // helped: it starts at once in w's slot
+			if pt.queued && (!prio || m.laneHead(pt)) { // helped: it starts at once in w's slot
 				pt.lender = w
 				m.lent++
 				m.unqueue(pt)
 				m.start(pt)
+				if prio {
+					m.kick() // the queue's head may now be of a class with room
+				}
 			}
 			w.wait <- f
 			m.settle()
@@ -582,6 +757,9 @@ func runPoolModel(t *testing.T, data []byte) {
 	s := b.Stats()
 	if s.InFlight != 0 || s.QueueDepth != 0 || s.AvailableConcurrentCalls != s.MaxConcurrentCalls || s.Permitted != s.Finished {
 		fail("not at rest: %+v", s)
+	}
+	if ss, ok := b.ShadowStats(); prio && (!ok || ss.InUse != 0 || ss.QueueDepth != 0) {
+		fail("the drained pool's shadow holds %+v", ss)
 	}
 	if s.Permitted+s.Rejected+s.Cancelled != accepted+immediate {
 		fail("accepted %d + refused at once %d != Permitted %d + Rejected %d + Cancelled %d",

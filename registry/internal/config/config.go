@@ -75,6 +75,7 @@ type PoolSpec struct {
 	Line                                                       // as in SemaphoreSpec
 	Priorities                            *bulkhead.Priorities // priorities: {ceilings: {...}, aging}, inherited whole
 	Displace                              *bool                // priorities.displace
+	Shadow                                *pool.Shadow         // shadow: {maxThreadPoolSize, queueCapacity, maxWaitDuration}, inherited whole
 }
 
 func (s SemaphoreSpec) common() (string, *int, *adaptive.Config) {
@@ -547,6 +548,12 @@ func checkKeyedPool(s PoolSpec, c pool.Config, l *errList, loc locator, shared b
 		fail("queueOrder", "must be fifo on %s, whose keys' tasks start in submission order, got %v", which, c.QueueOrder)
 	case c.CoDel != nil:
 		fail("codel", "is not supported on %s", which)
+	case s.Shadow != nil:
+		fail("shadow", "is not supported on %s", which)
+	}
+	if s.Adaptive != nil && s.Shadow != nil {
+		// the controller would move maxThreadPoolSize below the shadow's
+		fail("shadow", "is not supported beside adaptive (use adaptive.shadow: true to try an adaptive limit)")
 	}
 }
 

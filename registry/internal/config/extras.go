@@ -72,7 +72,8 @@ func sub[S, C, B, T any](get func(*S) **B, key string, p parser[T], at func(*B) 
 }
 
 // withPoolPriorities appends a pool's priorities keys, one line each, as
-// withExtras does the semaphore's, and priorities.displace (Config.Displace).
+// withExtras does the semaphore's, priorities.displace (Config.Displace),
+// and the shadow block's keys, spelt as the pool's own.
 func withPoolPriorities(fs []field[PoolSpec, pool.Config]) []field[PoolSpec, pool.Config] {
 	type S = PoolSpec
 	type C = pool.Config
@@ -81,7 +82,13 @@ func withPoolPriorities(fs []field[PoolSpec, pool.Config]) []field[PoolSpec, poo
 	set := displace.set
 	displace.own = func(S) error { return nil }                                                                      // checked with the whole Config
 	displace.set = func(s *S, v *value) { s.Priorities = cmp.Or(s.Priorities, new(bulkhead.Priorities)); set(s, v) } // as sub does
+	shadow := func(s *S) **pool.Shadow { return &s.Shadow }
+	alias := func(f field[S, C], a string) field[S, C] { f.alias = []string{a}; return f }
 	return append(fs, displace,
+		whole("shadow", "Shadow", shadow, func(c *C) **pool.Shadow { return &c.Shadow }, func(*pool.Shadow) error { return nil }), // checked with the whole Config
+		alias(sub[S, C](shadow, "shadow.maxThreadPoolSize", integer, func(p *pool.Shadow) *int { return &p.MaxWorkers }), "shadow.maxWorkers"),
+		sub[S, C](shadow, "shadow.queueCapacity", integer, func(p *pool.Shadow) *int { return &p.QueueCapacity }),
+		alias(sub[S, C](shadow, "shadow.maxWaitDuration", duration, func(p *pool.Shadow) *time.Duration { return &p.QueueTimeout }), "shadow.queueTimeout"),
 		whole("priorities", "Priorities", prio, func(c *C) **bulkhead.Priorities { return &c.Priorities }, (*bulkhead.Priorities).Validate),
 		sub[S, C](prio, "priorities.ceilings.sheddable", number, func(p *bulkhead.Priorities) *float64 { return &p.Sheddable }),
 		sub[S, C](prio, "priorities.ceilings.sheddablePlus", number, func(p *bulkhead.Priorities) *float64 { return &p.SheddablePlus }),

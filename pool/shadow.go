@@ -1,0 +1,294 @@
+package pool
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead"
+)
+
+// Shadow is a smaller pool evaluated on live traffic and never enforced: it
+// is tighter than the Config, or equal, field by field (no more workers, no
+// more queue slots, no longer a QueueTimeout; any timeout is tighter than
+// none), and tighter in one at least. Each task the pool admits also takes a
+// place in the shadow, as it would in a pool of the shadow's size: a shadow
+// worker if one is free, else a shadow queue slot if one is free (counted
+// WouldWait), else nothing (counted WouldReject: the shadow would have
+// refused it, or, for [Go], kept its submitter waiting for room). It gives
+// the place back when it ends, whatever its outcome, and a shadow worker
+// freed goes to the oldest task holding a shadow queue slot. A task counts
+// WouldTimeOut if the shadow's QueueTimeout passes before both the shadow
+// gave it a worker and the pool started it (a smaller pool starts no task
+// sooner than a larger one), and then holds nothing more. Which task a
+// smaller pool would have started next, and so how long the shadow's tasks
+// would have run, cannot be known: the figures are an estimate
+// ([Bulkhead.ShadowStats]). The shadow ignores Priorities' classes.
+type Shadow struct {
+	// MaxWorkers is the shadow's workers, at most the Config's; 0 means
+	// the Config's.
+	MaxWorkers int
+	// QueueCapacity is the shadow's queue slots, at most the Config's; 0
+	// means the Config's.
+	QueueCapacity int
+	// QueueTimeout is the shadow's queue timeout, at most the Config's if
+	// that is positive; 0 means the Config's.
+	QueueTimeout time.Duration
+}
+
+// validateShadow reports what is wrong with c's Shadow.
+func (c Config) validateShadow() error {
+	sh := c.Shadow
+	switch {
+	case sh == nil:
+		return nil
+	case sh.MaxWorkers < 0 || sh.MaxWorkers > c.MaxWorkers:
+		return fmt.Errorf("shadow.maxWorkers must be from 0 (maxWorkers) to maxWorkers %d, got %d", c.MaxWorkers, sh.MaxWorkers)
+	case sh.QueueCapacity < 0 || sh.QueueCapacity > c.QueueCapacity:
+		return fmt.Errorf("shadow.queueCapacity must be from 0 (queueCapacity) to queueCapacity %d, got %d", c.QueueCapacity, sh.QueueCapacity)
+	case sh.QueueTimeout < 0 || c.QueueTimeout > 0 && sh.QueueTimeout > c.QueueTimeout:
+		return fmt.Errorf("shadow.queueTimeout must be from 0 (queueTimeout) to queueTimeout %v, got %v", c.QueueTimeout, sh.QueueTimeout)
+	case cmp.Or(sh.MaxWorkers, c.MaxWorkers) == c.MaxWorkers && cmp.Or(sh.QueueCapacity, c.QueueCapacity) == c.QueueCapacity &&
+		cmp.Or(sh.QueueTimeout, c.QueueTimeout) == c.QueueTimeout:
+		return fmt.Errorf("shadow %+v is the enforced pool itself: it would count nothing", *sh)
+	}
+	return nil
+}
+
+// shadow is a Bulkhead's shadow pool, made when a Config first has a Shadow
+// and kept (off while the Config has none), so that the tasks holding its
+// places give them back. b.mu guards it.
+type shadow struct {
+	on                    bool
+	workers, qcap         int           // the limits, the Config's filled in
+	timeout               time.Duration // 0: none
+	inUse, queued         int           // shadow workers and queue slots held
+	head, tail            *slot         // the tasks holding a queue slot, oldest first
+	free                  *slot         // slots of ended tasks, for reuse (linked by next)
+	reject, wait, timeOut uint64
+}
+
+// slot is a task's place in its pool's shadow (node.shadow).
+type slot struct {
+	hold       uint8 // what it holds: none, a worker or a queue slot
+	started    bool  // the pool has started the task
+	decided    bool  // counted WouldTimeOut, or known not to be
+	at         int64 // from now(): when the pool admitted it (with a timeout)
+	prev, next *slot // in the shadow's queue
+}
+
+const (
+	holdNone uint8 = iota
+	holdWorker
+	holdQueue
+)
+
+// applyShadow installs cfg's Shadow, a copy of it. b.mu must be held (or b
+// unshared).
+func (b *Bulkhead) applyShadow(cfg *Config) {
+	if cfg.Shadow == nil {
+		if b.shadow != nil {
+			b.shadow.on = false
+		}
+		return
+	}
+	c := *cfg.Shadow // a copy: the caller's may change
+	cfg.Shadow = &c
+	sh := b.shadow
+	if sh == nil {
+		sh = new(shadow)
+		b.shadow = sh
+	}
+	sh.on = true
+	sh.workers, sh.qcap = cmp.Or(c.MaxWorkers, cfg.MaxWorkers), cmp.Or(c.QueueCapacity, cfg.QueueCapacity)
+	sh.timeout = cmp.Or(c.QueueTimeout, cfg.QueueTimeout)
+	b.shadowPromote() // more shadow workers start queued tasks
+}
+
+// copyShadow returns a copy of s, nil for nil.
+func copyShadow(s *Shadow) *Shadow {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	return &c
+}
+
+// ShadowStats returns what the Config's Shadow would have done to the tasks
+// so far, and false if the Config has none. Limit is the shadow's
+// MaxWorkers, InUse the shadow workers held, QueueDepth the shadow queue
+// slots held. The counts are exact for the rule [Shadow] states; the rule
+// is an estimate of what a pool of the shadow's size would have done.
+func (b *Bulkhead) ShadowStats() (bulkhead.ShadowStats, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sh := b.shadow
+	if sh == nil || !sh.on {
+		return bulkhead.ShadowStats{}, false
+	}
+	b.shadowExpire()
+	return bulkhead.ShadowStats{Limit: sh.workers, InUse: sh.inUse, QueueDepth: sh.queued, QueueCapacity: sh.qcap,
+		WouldReject: sh.reject, WouldWait: sh.wait, WouldTimeOut: sh.timeOut}, true
+}
+
+// shadowAdmit gives n, a task the pool admits (queues or starts), its place
+// in the shadow. b.mu must be held and b.shadow not nil.
+func (b *Bulkhead) shadowAdmit(n *node) {
+	sh := b.shadow
+	if n.shadow != nil || !sh.on {
+		return
+	}
+	// Reused, not allocated: BenchmarkShadowSubmitWait/shadowed 5.1k instead
+	// of 5.4k instructions per join (callgrind, GOMAXPROCS 1; plain 4.9k).
+	s := sh.free
+	if s != nil {
+		sh.free, s.next = s.next, nil
+	} else {
+		s = new(slot)
+	}
+	n.shadow = s
+	if sh.timeout > 0 {
+		s.at = b.now()
+		b.shadowExpire() // the shadow's queue slots of tasks its timeout would have dropped by now are free
+	}
+	switch {
+	case n.lender != nil: // runs in its submitter's slot, in the shadow too
+		s.decided = true
+	case sh.inUse < sh.workers:
+		s.hold = holdWorker
+		sh.inUse++
+	case sh.queued < sh.qcap:
+		s.hold = holdQueue
+		sh.queued++
+		s.prev = sh.tail
+		if sh.tail == nil {
+			sh.head = s
+		} else {
+			sh.tail.next = s
+		}
+		sh.tail = s
+		sh.wait++
+	default:
+		s.decided = true
+		sh.reject++
+	}
+}
+
+// shadowStart is shadowAdmit for n, which the pool starts now, and then
+// settles whether the shadow would have timed it out. b.mu must be held
+// and b.shadow not nil.
+func (b *Bulkhead) shadowStart(n *node) {
+	b.shadowAdmit(n)
+	s := n.shadow
+	if s == nil {
+		return
+	}
+	s.started = true
+	switch {
+	case s.decided:
+	case n.lender != nil: // a queued task started in a waiting task's slot: the shadow would lend it too
+		b.shadowDecide(s)
+		b.shadowRelease(s)
+	case s.hold == holdWorker:
+		b.shadowDecide(s)
+	case s.hold == holdQueue && b.shadowLate(s):
+		b.shadowTimedOut(s)
+	}
+}
+
+// shadowDone gives back n's place in the shadow, and its slot for reuse:
+// n has finished, or left the queue unrun. b.mu must be held and b.shadow
+// not nil.
+func (b *Bulkhead) shadowDone(n *node) {
+	s := n.shadow
+	if s == nil {
+		return
+	}
+	if !s.decided && (s.hold == holdQueue || !s.started) && b.shadowLate(s) {
+		b.shadow.timeOut++ // the shadow's timeout came while it waited
+	}
+	b.shadowRelease(s)
+	*s = slot{next: b.shadow.free}
+	b.shadow.free, n.shadow = s, nil
+}
+
+// shadowLate reports whether the shadow's QueueTimeout has passed since s
+// was admitted.
+func (b *Bulkhead) shadowLate(s *slot) bool {
+	t := b.shadow.timeout
+	return t > 0 && b.now()-s.at >= int64(t)
+}
+
+// shadowDecide settles whether s, now both started and given a shadow
+// worker, waited past the shadow's QueueTimeout.
+func (b *Bulkhead) shadowDecide(s *slot) {
+	if b.shadowLate(s) {
+		b.shadowTimedOut(s)
+	}
+	s.decided = true
+}
+
+// shadowTimedOut counts s timed out by the shadow, which holds no place
+// for it any more.
+func (b *Bulkhead) shadowTimedOut(s *slot) {
+	b.shadow.timeOut++
+	s.decided = true
+	b.shadowRelease(s)
+}
+
+// shadowRelease frees what s holds, a shadow worker going to the oldest
+// task holding a shadow queue slot.
+func (b *Bulkhead) shadowRelease(s *slot) {
+	sh := b.shadow
+	switch s.hold {
+	case holdWorker:
+		sh.inUse--
+		s.hold = holdNone
+		b.shadowPromote()
+	case holdQueue:
+		b.shadowUnqueue(s)
+	}
+}
+
+// shadowUnqueue takes s out of the shadow's queue.
+func (b *Bulkhead) shadowUnqueue(s *slot) {
+	sh := b.shadow
+	if s.prev == nil {
+		sh.head = s.next
+	} else {
+		s.prev.next = s.next
+	}
+	if s.next == nil {
+		sh.tail = s.prev
+	} else {
+		s.next.prev = s.prev
+	}
+	s.prev, s.next, s.hold = nil, nil, holdNone
+	sh.queued--
+}
+
+// shadowPromote gives free shadow workers to the oldest tasks holding a
+// shadow queue slot, and times out those the shadow's timeout would have
+// dropped.
+func (b *Bulkhead) shadowPromote() {
+	sh := b.shadow
+	for sh.inUse < sh.workers && sh.head != nil {
+		s := sh.head
+		if b.shadowLate(s) {
+			b.shadowTimedOut(s)
+			continue
+		}
+		b.shadowUnqueue(s)
+		s.hold = holdWorker
+		sh.inUse++
+		s.decided = s.started // started and given a worker now, before the timeout
+	}
+}
+
+// shadowExpire times out the tasks at the head of the shadow's queue whose
+// shadow QueueTimeout has passed.
+func (b *Bulkhead) shadowExpire() {
+	for s := b.shadow.head; s != nil && b.shadowLate(s); s = b.shadow.head {
+		b.shadowTimedOut(s)
+	}
+}
