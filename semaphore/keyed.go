@@ -568,12 +568,6 @@ func (k *Keyed[K]) acquireSlow(ctx context.Context, st *keyedSettings, key K, h 
 			return k.wait(ctx, e, w, st)
 		}
 		t := k.total.Load()
-		free := st.totalFree(t)
-		if !free && !wait {
-			k.rejectedTotal.Add(1)
-			k.listIdleLocked(e)
-			return nil, time.Time{}, k.refuseLocked(time.Time{}, &st.total)
-		}
 		var d uint64
 		if s&kHeld == 0 { // the key's first permit: count it active first
 			if activeKeys(t) >= st.maxKeys {
@@ -582,6 +576,12 @@ func (k *Keyed[K]) acquireSlow(ctx context.Context, st *keyedSettings, key K, h 
 				return nil, time.Time{}, k.refuseLocked(time.Time{}, &st.tooManyKey)
 			}
 			d = tOneKey
+		}
+		free := st.totalFree(t)
+		if !free && !wait {
+			k.rejectedTotal.Add(1)
+			k.listIdleLocked(e)
+			return nil, time.Time{}, k.refuseLocked(time.Time{}, &st.total)
 		}
 		if free {
 			d++
