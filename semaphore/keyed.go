@@ -101,9 +101,9 @@ type Keyed[K comparable] struct {
 	waiting        int       // callers waiting for a key's permit or the total's
 	evicted        uint64
 	finGone        uint64 // calls finished on entries since evicted
-	// finishedSeen and permittedSeen are the last counts Stats reported,
-	// which it never goes below (it sums counters that move meanwhile).
-	finishedSeen, permittedSeen uint64
+	// finishedSeen is the last Finished that Stats reported, which it never
+	// goes below (it sums counters that move meanwhile).
+	finishedSeen uint64
 }
 
 // An entry's state word packs, from the low bits up: the key permits held
@@ -986,8 +986,9 @@ func (k *Keyed[K]) reconfigureLocked(f func(KeyedConfig) (KeyedConfig, bool)) (o
 // Stats returns a snapshot of the totals over all keys. MaxConcurrentCalls
 // is the shared total, 0 when there is none (and then so is
 // AvailableConcurrentCalls); Waiting counts the callers waiting for a key's
-// permit or for the total's. Its counts never go down from one call to the
-// next; at rest they are exact.
+// permit or for the total's. At rest every count is exact; while calls run,
+// Finished never goes down from one call to the next, and Permitted and
+// InFlight may count a call that is between its two reservations.
 func (k *Keyed[K]) Stats() bulkhead.Stats {
 	limit := k.settings().cfg.MaxConcurrentCalls
 	k.mu.Lock()
@@ -1001,7 +1002,7 @@ func (k *Keyed[K]) Stats() bulkhead.Stats {
 	}
 	inUse := int(k.total.Load() & tInUse)
 	k.finishedSeen = max(k.finishedSeen, finished)
-	k.permittedSeen = max(k.permittedSeen, finished+uint64(inUse), k.finishedSeen)
+	permitted := max(k.finishedSeen, finished+uint64(inUse))
 	return bulkhead.Stats{
 		Name:                     k.name,
 		Kind:                     bulkhead.Semaphore,
@@ -1009,7 +1010,7 @@ func (k *Keyed[K]) Stats() bulkhead.Stats {
 		AvailableConcurrentCalls: max(0, limit-inUse),
 		InFlight:                 inUse,
 		Waiting:                  k.waiting,
-		Permitted:                k.permittedSeen,
+		Permitted:                permitted,
 		Rejected:                 k.rejectedKey.Load() + k.rejectedTotal.Load() + k.rejectedKeys.Load(),
 		Cancelled:                k.cancelled.Load(),
 		Finished:                 k.finishedSeen,
