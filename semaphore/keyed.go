@@ -138,7 +138,7 @@ func finishedOf(s uint64) uint64 { return s >> kFinShift }
 // from it, replaced as a whole by Reconfigure.
 type keyedSettings struct {
 	cfg                            KeyedConfig
-	perKey, limit                  uint64 // PerKey.MaxConcurrentCalls, and MaxConcurrentCalls (MaxLimit+1... see totalFree)
+	perKey, limit                  uint64 // PerKey.MaxConcurrentCalls; MaxConcurrentCalls, or tInUse for none
 	maxKeys                        int
 	key, keyWaited                 bulkhead.FullError
 	total, totalWaited, tooManyKey bulkhead.FullError
@@ -960,10 +960,10 @@ func (k *Keyed[K]) ReconfigureFunc(f func(KeyedConfig) (KeyedConfig, bool)) erro
 // reconfigureLocked applies f's configuration under mu and returns the
 // totals before and after.
 func (k *Keyed[K]) reconfigureLocked(f func(KeyedConfig) (KeyedConfig, bool)) (old, limit int, err error) {
-	cur := k.settings()
+	k.settings() // which panics for a Keyed that NewKeyed did not make
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	cur = k.set.Load()
+	cur := k.set.Load()
 	cfg, ok := f(cur.cfg)
 	if !ok {
 		return 0, 0, nil
