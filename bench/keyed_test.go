@@ -43,6 +43,18 @@ func benchKeys(n int) []string {
 
 func init() {
 	configuredSemaphoreCases = append(configuredSemaphoreCases,
+		// The plain Do with the random pick of KeyedDo_1k_keys, which costs
+		// about 110 instructions of its own: the reference for that row
+		// (BENCH_REF=base_Do_random_pick).
+		opCase{baseKind, "Do_random_pick", func(b *testing.B) func() {
+			s, keys := newSemaphore(b, bigLimit), benchKeys(1000)
+			return func() {
+				if len(keys[rand.IntN(len(keys))]) == 0 {
+					panic("empty key")
+				}
+				_ = s.Do(bg, noop)
+			}
+		}},
 		opCase{oursKind, "KeyedDo_hot_key", func(b *testing.B) func() {
 			return keyedDo(newKeyed(b, bigLimit), []string{"tenant-1"})
 		}},

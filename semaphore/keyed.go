@@ -3,7 +3,9 @@ package semaphore
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -57,70 +59,117 @@ func (c KeyedConfig) Validate() error {
 // a Keyed starts no goroutines and no timers of its own, and is safe for
 // concurrent use. Create one with [NewKeyed].
 //
-// A call takes its key's permit first and then the total's; a caller never
-// holds a total permit while it waits for its key. Callers that hold their
-// key's permit and wait for the total are served round-robin across keys,
-// first in, first out within a key. A key's entry is idle once no call holds
-// or waits for its permits; the 64 most recently idle entries are kept for
-// reuse and older ones evicted, so memory follows the keys in use.
+// A call takes its key's permit and then the total's, each by one atomic
+// reservation, without a lock while nobody waits; a reservation that
+// fails is rolled back, which may refuse another caller spuriously but
+// never admits one over a limit. (The first call of an idle key reserves
+// the total's permit first, in one reservation with the key's place among
+// the active keys, and rolls it back if the key's permit is gone.) A
+// caller never holds a total permit while it waits for its key. Callers
+// that hold their key's permit and wait for the total are served
+// round-robin across keys, first in, first out within a key. A key's entry
+// is idle once no call holds or waits for its permits; up to 64 idle
+// entries are kept for reuse and older ones evicted, so memory follows the
+// keys in use.
 type Keyed[K comparable] struct {
-	name string
+	// total is written by every call (see the total word's constants).
+	total atomic.Uint64
+	_     [cacheLine - 8]byte
+
+	// Read by every call, written only under mu.
+	set  atomic.Pointer[keyedSettings]
+	tab  atomic.Pointer[ktable[K]]
+	seed maphash.Seed
 	hub  event.Hub[bulkhead.Event]
+	name string
+	_    [cacheLine]byte
 
-	// One mutex guards all of the state below: the key check and the
-	// total check are one critical section, so a call is never admitted
-	// over either limit and never refused for a reservation rolled back
-	// by another (BenchmarkKeyedDo measures its cost against Do).
-	mu   sync.Mutex
-	set  *keyedSettings
-	keys map[K]*entry[K]
-	// peak is the most entries since keys was last rebuilt: a Go map
-	// never shrinks, so keys is rebuilt once it holds far fewer.
-	peak  int
-	free  *entry[K] // spare entries, linked by next
-	nfree int
-	// idle lists the entries of keys with nothing holding or waiting,
-	// kept for reuse (a hot key's calls then do not remove and add its
-	// entry every time, BenchmarkKeyedDo/hot-key), the most recent first.
-	idle  *entry[K]
-	nidle int
-	ring  *entry[K] // the keys whose callers wait for the total, the next to serve first
-	inUse int       // calls running, holding both permits
+	failed, cancelled                        atomic.Uint64
+	rejectedKey, rejectedTotal, rejectedKeys atomic.Uint64
 
-	waiting                                           int
-	permitted, rejected, cancelled, finished, failed  uint64
-	evicted, rejectedKey, rejectedTotal, rejectedKeys uint64
+	// mu guards the lines of waiters, the ring, the idle entries, every
+	// change to the table and to the wait flags, and the fields below.
+	mu sync.Mutex
+	// idle lists, oldest first, the entries marked kListed: idle when they
+	// were listed, some in use again since.
+	idle, idleTail *entry[K]
+	nidle          int
+	free           *entry[K] // spare entries, linked by idleNext
+	nfree          int
+	ring           *entry[K] // the keys whose callers wait for the total, the next to serve first
+	twaiting       int       // callers waiting for the total
+	waiting        int       // callers waiting for a key's permit or the total's
+	evicted        uint64
+	finGone        uint64 // calls finished on entries since evicted
+	// finishedSeen is the last Finished that Stats reported, which it never
+	// goes below (it sums counters that move meanwhile).
+	finishedSeen uint64
 }
+
+// An entry's state word packs, from the low bits up: the key permits held
+// (calls running, callers waiting for the total, and calls between their
+// two reservations), three flags, and the low bits of the count of calls
+// finished on the entry, whose carry goes to finHigh.
+const (
+	kHeldBits = 21
+	kHeld     = 1<<kHeldBits - 1
+	kWait     = 1 << kHeldBits       // callers wait for the key's permit; set under mu
+	kDead     = 1 << (kHeldBits + 1) // evicted: out of the table, perhaps a spare
+	kListed   = 1 << (kHeldBits + 2) // in Keyed.idle
+	kFinShift = kHeldBits + 3
+	kOneFin   = 1 << kFinShift
+	kFinMax   = 1<<(64-kFinShift) - 1
+)
+
+// The total word packs the calls holding a total permit (32 bits), the
+// active keys (31 bits: keys whose entry holds a permit or has callers
+// waiting for one) and a flag set while callers wait for the total.
+const (
+	tInUse  = 1<<32 - 1
+	tOneKey = 1 << 32
+	tWait   = 1 << 63
+)
+
+func held(s uint64) int          { return int(s & kHeld) }
+func activeKeys(t uint64) int    { return int(t >> 32 & (1<<31 - 1)) }
+func finishedOf(s uint64) uint64 { return s >> kFinShift }
 
 // keyedSettings is the configuration in force and the rejections built
 // from it, replaced as a whole by Reconfigure.
 type keyedSettings struct {
 	cfg                            KeyedConfig
+	perKey, limit                  uint64 // PerKey.MaxConcurrentCalls; MaxConcurrentCalls, or tInUse for none
 	maxKeys                        int
 	key, keyWaited                 bulkhead.FullError
 	total, totalWaited, tooManyKey bulkhead.FullError
 }
 
-// entry is the state of one active key.
+// totalFree reports whether the total word t admits another call now.
+func (st *keyedSettings) totalFree(t uint64) bool { return t&tWait == 0 && t&tInUse < st.limit }
+
+// entry is the state of one key.
 type entry[K comparable] struct {
-	key     K
-	held    int // key permits held: calls running, and callers waiting for the total
-	running int
-	gen     uint64 // counts the keys this entry has served, to catch a stale Release
-	keyLine kline  // callers waiting for the key's permit
-	queued  int    // their number
+	state   atomic.Uint64 // see kHeld
+	hash    atomic.Uint64 // of key
+	finHigh atomic.Uint64 // carries of the finished count's low bits
+	gen     atomic.Uint64 // counts evictions, to catch a stale Release
+	// key is written only while the entry is dead, under mu; read under mu
+	// or by a caller that holds a permit of the entry.
+	key K
+	// The rest is guarded by Keyed.mu.
+	keyLine kline // callers waiting for the key's permit
+	queued  int   // their number
 	// totalLine holds callers that have the key's permit and wait for the total.
 	totalLine  kline
-	prev, next *entry[K] // the ring of keys waiting for the total; next also links spare entries
-	// idlePrev and idleNext link an idle entry (nothing holds or waits)
-	// into Keyed.idle, a ring.
-	idlePrev, idleNext *entry[K]
+	tw         int       // their number
+	prev, next *entry[K] // the ring of keys waiting for the total
+	idleNext   *entry[K] // links Keyed.idle and Keyed.free
 }
 
-// maxSpare is how many entries a Keyed keeps for reuse, so that a key's
-// calls after its first allocate nothing; maxIdle is how many entries of
-// idle keys it keeps in its map. Both bound the memory that stays after a
-// flood of keys.
+// maxSpare is how many evicted entries a Keyed keeps for reuse, so that a
+// new key's calls allocate nothing; maxIdle is how many idle entries it
+// keeps in its table. Both bound the memory that stays after a flood of
+// keys.
 const (
 	maxSpare = 64
 	maxIdle  = 64
@@ -179,13 +228,17 @@ func NewKeyed[K comparable](name string, cfg KeyedConfig) (*Keyed[K], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("semaphore %q: %w", name, err)
 	}
-	k := &Keyed[K]{name: name, keys: make(map[K]*entry[K])}
-	k.set = k.settingsFor(cfg)
+	k := &Keyed[K]{name: name, seed: maphash.MakeSeed()}
+	k.tab.Store(newTable(minTable, &entry[K]{}))
+	k.set.Store(k.settingsFor(cfg))
 	return k, nil
 }
 
 func (k *Keyed[K]) settingsFor(cfg KeyedConfig) *keyedSettings {
-	st := &keyedSettings{cfg: cfg, maxKeys: cfg.MaxActiveKeys}
+	st := &keyedSettings{cfg: cfg, perKey: uint64(cfg.PerKey.MaxConcurrentCalls), limit: tInUse, maxKeys: cfg.MaxActiveKeys}
+	if cfg.MaxConcurrentCalls > 0 {
+		st.limit = uint64(cfg.MaxConcurrentCalls)
+	}
 	if st.maxKeys == 0 {
 		st.maxKeys = defaultMaxActiveKeys
 	}
@@ -200,6 +253,16 @@ func (k *Keyed[K]) settingsFor(cfg KeyedConfig) *keyedSettings {
 	return st
 }
 
+// settings returns the settings in force, and panics for a Keyed that
+// NewKeyed did not make.
+func (k *Keyed[K]) settings() *keyedSettings {
+	st := k.set.Load()
+	if st == nil {
+		panic("semaphore: Keyed used without NewKeyed")
+	}
+	return st
+}
+
 // Name returns the name the Keyed bulkhead was created with.
 func (k *Keyed[K]) Name() string { return k.name }
 
@@ -207,21 +270,7 @@ func (k *Keyed[K]) Name() string { return k.name }
 func (k *Keyed[K]) String() string { return fmt.Sprintf("keyed semaphore bulkhead %q", k.name) }
 
 // Config returns the configuration in force.
-func (k *Keyed[K]) Config() KeyedConfig {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.settingsLocked().cfg
-}
-
-// settingsLocked returns the settings, and panics for a Keyed that NewKeyed
-// did not make. k.mu must be held.
-func (k *Keyed[K]) settingsLocked() *keyedSettings {
-	if k.set == nil {
-		k.mu.Unlock()
-		panic("semaphore: Keyed used without NewKeyed")
-	}
-	return k.set
-}
+func (k *Keyed[K]) Config() KeyedConfig { return k.settings().cfg }
 
 // Subscribe calls fn with every event of this Keyed bulkhead until cancel is
 // called. Events carry no key. fn follows the callback contract of package
@@ -250,18 +299,21 @@ func (p KeyedPermit[K]) Release(err error) {
 	if p.k == nil {
 		panic("semaphore: KeyedPermit.Release called on a zero KeyedPermit")
 	}
-	p.k.release(p.e, p.gen, p.start, err, err != nil)
+	if p.e.gen.Load() != p.gen {
+		panic("semaphore: KeyedPermit.Release called without a held permit")
+	}
+	p.k.release(p.e, p.start, err, err != nil)
 }
 
 // TryAcquire takes key's permit and the total's if both are free and nobody
 // waits for them, without blocking. It reports whether it did; a false
 // counts as a rejection. Release the permit when the work is done.
 func (k *Keyed[K]) TryAcquire(key K) (KeyedPermit[K], bool) {
-	e, gen, start, err := k.acquire(nil, key)
+	e, start, err := k.acquire(nil, key)
 	if err != nil {
 		return KeyedPermit[K]{}, false
 	}
-	return KeyedPermit[K]{k: k, e: e, gen: gen, start: start}, true
+	return KeyedPermit[K]{k: k, e: e, gen: e.gen.Load(), start: start}, true
 }
 
 // AcquirePermit takes key's permit and then the total's, waiting up to
@@ -277,11 +329,11 @@ func (k *Keyed[K]) AcquirePermit(ctx context.Context, key K) (KeyedPermit[K], er
 	if err := ctx.Err(); err != nil {
 		return KeyedPermit[K]{}, err
 	}
-	e, gen, start, err := k.acquire(ctx, key)
+	e, start, err := k.acquire(ctx, key)
 	if err != nil {
 		return KeyedPermit[K]{}, err
 	}
-	return KeyedPermit[K]{k: k, e: e, gen: gen, start: start}, nil
+	return KeyedPermit[K]{k: k, e: e, gen: e.gen.Load(), start: start}, nil
 }
 
 // Do runs fn on the calling goroutine while holding key's permit and the
@@ -296,20 +348,46 @@ func (k *Keyed[K]) Do(ctx context.Context, key K, fn func(context.Context) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	e, gen, start, err := k.acquire(ctx, key)
-	if err != nil {
-		return err
+	// acquire and release, written out so that the fast paths make no call
+	// but tryFast (BenchmarkKeyedDo).
+	st := k.settings()
+	h := maphash.Comparable(k.seed, key)
+	var start time.Time
+	e := k.tab.Load().find(h)
+	if e == nil || !k.tryFast(st, e, key) {
+		var err error
+		if e, start, err = k.acquireSlow(ctx, st, key, h); err != nil {
+			return err
+		}
+	} else if k.hub.Active() {
+		start = k.publishPermitted(e, time.Time{})
 	}
 	returned := false
 	defer func() {
 		if !returned {
-			k.abort(e, gen, start, recover())
+			k.abort(e, start, recover())
 		}
 	}()
-	err = fn(ctx)
+	err := fn(ctx)
 	returned = true
-	k.release(e, gen, start, err, err != nil)
-	return err
+	for {
+		s := e.state.Load()
+		if err != nil || s&(kWait|kDead) != 0 || s&kHeld == 0 || s&kHeld == 1 && s&kListed == 0 ||
+			finishedOf(s) == kFinMax || k.hub.Active() {
+			k.release(e, start, err, err != nil) // the general case
+			return err
+		}
+		if e.state.CompareAndSwap(s, s-1+kOneFin) {
+			d := uint64(1)
+			if s&kHeld == 1 {
+				d += tOneKey // the key goes idle
+			}
+			if t := k.total.Add(-d) + d; t&tWait != 0 {
+				k.giveTotal(0)
+			}
+			return err
+		}
+	}
 }
 
 // ExecuteKeyed is Keyed.Do for a function that returns a value.
@@ -327,68 +405,259 @@ func ExecuteKeyed[K comparable, T any](ctx context.Context, k *Keyed[K], key K, 
 }
 
 // acquire takes key's permit and the total's. A nil ctx means do not wait
-// (TryAcquire). It returns the entry and its generation, and when the call
-// starts to run (zero when nobody subscribes).
-func (k *Keyed[K]) acquire(ctx context.Context, key K) (*entry[K], uint64, time.Time, error) {
-	k.mu.Lock()
-	st := k.settingsLocked()
-	e := k.keys[key]
-	if e == nil || e.idleNext != nil {
-		if len(k.keys)-k.nidle >= st.maxKeys {
-			k.rejectedKeys++
-			return nil, 0, time.Time{}, k.refuseLocked(time.Time{}, &st.tooManyKey)
-		}
-		if e == nil {
-			e = k.addLocked(key)
-		} else {
-			k.idleRemoveLocked(e)
-		}
-	}
-	forKeyPermit := e.held >= st.cfg.PerKey.MaxConcurrentCalls || e.keyLine.head != nil
-	if !forKeyPermit && k.ring == nil && k.totalFreeLocked(st) {
-		e.held++
-		e.running++
-		k.inUse++
-		k.permitted++
-		gen := e.gen
-		k.mu.Unlock()
+// (TryAcquire). It returns the entry, and when the call starts to run (zero
+// when nobody subscribes).
+func (k *Keyed[K]) acquire(ctx context.Context, key K) (*entry[K], time.Time, error) {
+	st := k.settings()
+	h := maphash.Comparable(k.seed, key)
+	if e := k.tab.Load().find(h); e != nil && k.tryFast(st, e, key) {
 		var start time.Time
 		if k.hub.Active() {
-			start = k.publishPermitted(e, gen, time.Time{})
+			start = k.publishPermitted(e, time.Time{})
 		}
-		return e, gen, start, nil
+		return e, start, nil
 	}
-	if ctx == nil || st.cfg.PerKey.MaxWaitDuration <= 0 {
-		k.dropIfIdleLocked(e)
-		if forKeyPermit {
-			k.rejectedKey++
-			return nil, 0, time.Time{}, k.refuseLocked(time.Time{}, &st.key)
-		}
-		k.rejectedTotal++
-		return nil, 0, time.Time{}, k.refuseLocked(time.Time{}, &st.total)
-	}
-	return k.wait(ctx, e, st, forKeyPermit)
+	return k.acquireSlow(ctx, st, key, h)
 }
 
-// wait queues a caller for key's permit (forKeyPermit) or, holding it, for
-// the total's, and waits until it is admitted, ctx ends or
-// PerKey.MaxWaitDuration passes. k.mu is held on entry and released.
-func (k *Keyed[K]) wait(ctx context.Context, e *entry[K], st *keyedSettings, forKeyPermit bool) (*entry[K], uint64, time.Time, error) {
-	w := &kwaiter{ready: make(chan struct{}, 1)}
-	if forKeyPermit {
-		w.state = forKey
-		e.keyLine.push(w)
-		e.queued++
-	} else {
-		w.state = forTotal
-		e.held++
-		e.totalLine.push(w)
-		k.ringAddLocked(e)
+// tryFast takes e's permit and the total's without the lock, if nobody
+// waits for either and both have room, and reports whether it did; on false
+// it holds nothing and the caller takes the locked path. A call on an idle
+// key (none held) reserves the total first, with the key's place among the
+// active keys, so that a key's permit is never held uncounted: the counted
+// keys are those with a permit held or a caller waiting.
+func (k *Keyed[K]) tryFast(st *keyedSettings, e *entry[K], key K) bool {
+	for {
+		s := e.state.Load()
+		if s&(kWait|kDead) != 0 || s&kHeld >= st.perKey {
+			return false
+		}
+		if s&kHeld == 0 {
+			if !k.takeTotal(st, tOneKey+1) {
+				return false
+			}
+			if !e.state.CompareAndSwap(s, s+1) {
+				k.giveTotal(tOneKey + 1)
+				continue
+			}
+		} else {
+			if !e.state.CompareAndSwap(s, s+1) {
+				continue
+			}
+			if !k.takeTotal(st, 1) {
+				k.putBack(e, 0, false)
+				return false
+			}
+		}
+		break
 	}
-	k.waiting++
-	gen := e.gen
-	k.mu.Unlock()
+	if e.key != key {
+		// e was evicted and recycled for another key (or a hash collides)
+		// since the table gave it: give back and look under the lock.
+		k.putBack(e, 1, false)
+		return false
+	}
+	return true
+}
 
+// takeTotal adds d to the total word (a total permit, and with tOneKey an
+// active key) if it admits a call now and, with tOneKey, one more active
+// key; it reports whether it did.
+func (k *Keyed[K]) takeTotal(st *keyedSettings, d uint64) bool {
+	for {
+		t := k.total.Load()
+		if !st.totalFree(t) || d > 1 && activeKeys(t) >= st.maxKeys {
+			return false
+		}
+		if k.total.CompareAndSwap(t, t+d) {
+			return true
+		}
+	}
+}
+
+// giveTotal takes d off the total word, and serves the callers waiting for
+// the total if there are any.
+func (k *Keyed[K]) giveTotal(d uint64) {
+	if t := k.total.Add(-d) + d; t&tWait != 0 {
+		k.mu.Lock()
+		k.grantTotalLocked(k.set.Load())
+		k.mu.Unlock()
+	}
+}
+
+// putKey gives back a key permit of e, counting a call finished if fin,
+// and returns the state word before. It panics if e holds no permit.
+func putKey[K comparable](e *entry[K], fin bool) uint64 {
+	d := ^uint64(0) // -1
+	if fin {
+		d += kOneFin
+	}
+	for {
+		s := e.state.Load()
+		if s&kHeld == 0 || s&kDead != 0 {
+			panic("semaphore: KeyedPermit.Release called without a held permit")
+		}
+		if e.state.CompareAndSwap(s, s+d) {
+			if fin && finishedOf(s) == kFinMax {
+				e.finHigh.Add(1) // the low bits wrapped to zero
+			}
+			return s
+		}
+	}
+}
+
+// putBack gives back e's key permit and total (the total permits to give
+// back, 0 or 1), counting a call finished if fin: an active key goes idle
+// with its last permit, the total's waiters are served, and so are the
+// key's, under the lock if there are any.
+func (k *Keyed[K]) putBack(e *entry[K], total uint64, fin bool) {
+	s := putKey(e, fin)
+	idle := s&kHeld == 1 && s&kWait == 0
+	d := total
+	if idle {
+		d += tOneKey
+	}
+	t := k.total.Add(-d) + d
+	if s&kWait != 0 || t&tWait != 0 || idle && s&kListed == 0 {
+		k.mu.Lock()
+		st := k.set.Load()
+		if s&kWait != 0 {
+			k.grantKeyLocked(e, st)
+		}
+		if t&tWait != 0 {
+			k.grantTotalLocked(st)
+		}
+		if idle {
+			k.listIdleLocked(e)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// acquireSlow is acquire under the lock: for a key not in the table, or
+// when someone waits, a permit is not free, or tryFast raced.
+func (k *Keyed[K]) acquireSlow(ctx context.Context, st *keyedSettings, key K, h uint64) (*entry[K], time.Time, error) {
+	k.mu.Lock()
+	st = k.set.Load() // Reconfigure changes it under mu
+	tab := k.tab.Load()
+	e := tab.lookup(h, key)
+	if e == nil {
+		if activeKeys(k.total.Load()) >= st.maxKeys {
+			k.rejectedKeys.Add(1)
+			return nil, time.Time{}, k.refuseLocked(time.Time{}, &st.tooManyKey)
+		}
+		e = k.addLocked(key, h)
+	}
+	wait := ctx != nil && st.cfg.PerKey.MaxWaitDuration > 0
+	for {
+		s := e.state.Load()
+		if s&kWait != 0 || s&kHeld >= st.perKey {
+			if !wait {
+				k.rejectedKey.Add(1)
+				k.listIdleLocked(e)
+				return nil, time.Time{}, k.refuseLocked(time.Time{}, &st.key)
+			}
+			if !e.state.CompareAndSwap(s, s|kWait) {
+				continue
+			}
+			w := &kwaiter{ready: make(chan struct{}, 1), state: forKey}
+			e.keyLine.push(w)
+			e.queued++
+			k.waiting++
+			k.grantKeyLocked(e, st) // a permit given back before the flag was set
+			return k.wait(ctx, e, w, st)
+		}
+		t := k.total.Load()
+		var d uint64
+		if s&kHeld == 0 { // the key's first permit: count it active first
+			if activeKeys(t) >= st.maxKeys {
+				k.rejectedKeys.Add(1)
+				k.listIdleLocked(e)
+				return nil, time.Time{}, k.refuseLocked(time.Time{}, &st.tooManyKey)
+			}
+			d = tOneKey
+		}
+		free := st.totalFree(t)
+		if !free && !wait {
+			k.rejectedTotal.Add(1)
+			k.listIdleLocked(e)
+			return nil, time.Time{}, k.refuseLocked(time.Time{}, &st.total)
+		}
+		if free {
+			d++
+		}
+		if d != 0 && !k.total.CompareAndSwap(t, t+d) {
+			continue
+		}
+		if !e.state.CompareAndSwap(s, s+1) {
+			k.total.Add(-d) // the wait flag is ours to change: nobody to serve
+			continue
+		}
+		if free {
+			k.mu.Unlock()
+			var start time.Time
+			if k.hub.Active() {
+				start = k.publishPermitted(e, time.Time{})
+			}
+			return e, start, nil
+		}
+		w := &kwaiter{ready: make(chan struct{}, 1)}
+		k.waiting++
+		k.queueTotalLocked(e, w)
+		k.grantTotalLocked(st) // a permit given back before the flag was set
+		return k.wait(ctx, e, w, st)
+	}
+}
+
+// queueTotalLocked puts w, which holds e's permit, last in e's line for the
+// total, and e in the ring. mu must be held.
+func (k *Keyed[K]) queueTotalLocked(e *entry[K], w *kwaiter) {
+	w.state = forTotal
+	e.totalLine.push(w)
+	e.tw++
+	if k.twaiting++; k.twaiting == 1 {
+		for t := k.total.Load(); !k.total.CompareAndSwap(t, t|tWait); t = k.total.Load() {
+		}
+	}
+	if e.next != nil {
+		return
+	}
+	if k.ring == nil {
+		e.prev, e.next = e, e
+		k.ring = e
+		return
+	}
+	last := k.ring.prev
+	e.prev, e.next = last, k.ring
+	last.next = e
+	k.ring.prev = e
+}
+
+// unqueueTotalLocked takes w out of e's line for the total. mu must be held.
+func (k *Keyed[K]) unqueueTotalLocked(e *entry[K], w *kwaiter) {
+	e.totalLine.remove(w)
+	e.tw--
+	if e.totalLine.head == nil {
+		if e.next == e {
+			k.ring = nil
+		} else {
+			e.prev.next, e.next.prev = e.next, e.prev
+			if k.ring == e {
+				k.ring = e.next
+			}
+		}
+		e.prev, e.next = nil, nil
+	}
+	if k.twaiting--; k.twaiting == 0 {
+		for t := k.total.Load(); !k.total.CompareAndSwap(t, t&^tWait); t = k.total.Load() {
+		}
+	}
+}
+
+// wait waits until w is admitted, ctx ends or PerKey.MaxWaitDuration passes.
+// mu is held on entry and released.
+func (k *Keyed[K]) wait(ctx context.Context, e *entry[K], w *kwaiter, st *keyedSettings) (*entry[K], time.Time, error) {
+	k.mu.Unlock()
 	var start time.Time
 	if k.hub.Active() {
 		start = clock.Now()
@@ -407,45 +676,37 @@ func (k *Keyed[K]) wait(ctx context.Context, e *entry[K], st *keyedSettings, for
 	if w.state == admitted {
 		k.mu.Unlock()
 		if k.hub.Active() {
-			start = k.publishPermitted(e, gen, start)
+			start = k.publishPermitted(e, start)
 		}
-		return e, gen, start, nil
+		return e, start, nil
 	}
 	k.waiting--
-	err := &st.keyWaited
+	err, reason := &st.keyWaited, &k.rejectedKey
 	if w.state == forKey {
 		e.keyLine.remove(w)
-		e.queued--
-	} else {
-		err = &st.totalWaited
-		e.totalLine.remove(w)
-		if e.totalLine.head == nil {
-			k.ringRemoveLocked(e)
+		if e.queued--; e.queued == 0 {
+			k.clearKeyWaitLocked(e)
 		}
-		e.held--
-		k.grantKeyLocked(e, k.set)
-	}
-	k.dropIfIdleLocked(e)
-	if cancelled {
-		k.cancelled++
-		k.mu.Unlock()
-		if k.hub.Active() {
-			k.publish(bulkhead.EventCancelled, start, ctx.Err())
-		}
-		return nil, 0, time.Time{}, ctx.Err()
-	}
-	if w.state == forKey {
-		k.rejectedKey++
 	} else {
-		k.rejectedTotal++
+		err, reason = &st.totalWaited, &k.rejectedTotal
+		k.unqueueTotalLocked(e, w)
+		k.putKeyLocked(e)
 	}
-	return nil, 0, time.Time{}, k.refuseLocked(start, err)
+	if !cancelled {
+		reason.Add(1)
+		return nil, time.Time{}, k.refuseLocked(start, err)
+	}
+	k.cancelled.Add(1)
+	k.mu.Unlock()
+	if k.hub.Active() {
+		k.publish(bulkhead.EventCancelled, start, ctx.Err())
+	}
+	return nil, time.Time{}, ctx.Err()
 }
 
-// refuseLocked counts a rejection (the caller counted its reason), unlocks
-// k.mu and publishes it.
+// refuseLocked unlocks mu and publishes a rejection (the caller counted
+// it by its reason).
 func (k *Keyed[K]) refuseLocked(start time.Time, err *bulkhead.FullError) error {
-	k.rejected++
 	k.mu.Unlock()
 	if k.hub.Active() {
 		k.publish(bulkhead.EventRejected, start, err)
@@ -453,150 +714,164 @@ func (k *Keyed[K]) refuseLocked(start time.Time, err *bulkhead.FullError) error 
 	return err
 }
 
-// totalFreeLocked reports whether the total admits another call.
-func (k *Keyed[K]) totalFreeLocked(st *keyedSettings) bool {
-	return st.cfg.MaxConcurrentCalls == 0 || k.inUse < st.cfg.MaxConcurrentCalls
-}
-
-// addLocked makes key's entry, from a spare one when it can.
-func (k *Keyed[K]) addLocked(key K) *entry[K] {
+// addLocked puts an entry for key in the table, from a spare one when it
+// can. Nothing holds it yet: the caller lists it idle if it admits no call.
+func (k *Keyed[K]) addLocked(key K, h uint64) *entry[K] {
 	e := k.free
 	if e != nil {
-		k.free, e.next = e.next, nil
+		k.free, e.idleNext = e.idleNext, nil
 		k.nfree--
 	} else {
 		e = &entry[K]{}
 	}
 	e.key = key
-	k.keys[key] = e
-	k.peak = max(k.peak, len(k.keys))
+	e.hash.Store(h)
+	e.state.Store(0) // alive: after the key, for a caller that held it before
+	tab := k.tab.Load().resized()
+	tab.put(e)
+	k.tab.Store(tab)
 	return e
 }
 
-// dropIfIdleLocked puts e first among the idle entries once nothing holds
-// or waits for its key, and removes the least recently used idle entry
-// when there are more than maxIdle.
-func (k *Keyed[K]) dropIfIdleLocked(e *entry[K]) {
-	if e.held != 0 || e.keyLine.head != nil {
-		return
-	}
-	if k.idle == nil {
-		e.idlePrev, e.idleNext = e, e
-	} else {
-		last := k.idle.idlePrev
-		e.idlePrev, e.idleNext = last, k.idle
-		last.idleNext, k.idle.idlePrev = e, e
-	}
-	k.idle = e
-	k.nidle++
-	if k.nidle > maxIdle {
-		lru := k.idle.idlePrev
-		k.idleRemoveLocked(lru)
-		k.removeLocked(lru)
-	}
-}
-
-func (k *Keyed[K]) idleRemoveLocked(e *entry[K]) {
-	if e.idleNext == e {
-		k.idle = nil
-	} else {
-		e.idlePrev.idleNext, e.idleNext.idlePrev = e.idleNext, e.idlePrev
-		if k.idle == e {
-			k.idle = e.idleNext
+// listIdleLocked lists e among the idle entries if nothing holds or waits
+// for its key and it is not listed yet, and evicts the oldest listed entry
+// while more than maxIdle are. mu must be held.
+func (k *Keyed[K]) listIdleLocked(e *entry[K]) {
+	for {
+		s := e.state.Load()
+		if s&(kHeld|kWait|kListed|kDead) != 0 {
+			return
+		}
+		if e.state.CompareAndSwap(s, s|kListed) {
+			break
 		}
 	}
-	e.idlePrev, e.idleNext = nil, nil
-	k.nidle--
+	if k.idle == nil {
+		k.idle = e
+	} else {
+		k.idleTail.idleNext = e
+	}
+	k.idleTail = e
+	k.nidle++
+	for k.nidle > maxIdle {
+		k.evictLocked()
+	}
 }
 
-// removeLocked takes e out of the map and keeps it as a spare.
-func (k *Keyed[K]) removeLocked(e *entry[K]) {
-	delete(k.keys, e.key)
+// evictLocked takes the oldest listed entry off the list, and removes it
+// from the table if it is still idle. mu must be held.
+func (k *Keyed[K]) evictLocked() {
+	e := k.idle
+	k.idle, e.idleNext = e.idleNext, nil
+	if k.idle == nil {
+		k.idleTail = nil
+	}
+	k.nidle--
+	for {
+		s := e.state.Load()
+		if s&(kHeld|kWait) != 0 {
+			if e.state.CompareAndSwap(s, s&^kListed) {
+				return // in use again: listed anew when it is next idle
+			}
+			continue
+		}
+		if e.state.CompareAndSwap(s, kDead) {
+			k.finGone += finishedOf(s) + e.finHigh.Load()<<(64-kFinShift)
+			break
+		}
+	}
+	tab := k.tab.Load()
+	tab.remove(e)
+	if nt := tab.resized(); nt != tab {
+		k.tab.Store(nt)
+	}
 	k.evicted++
+	e.gen.Add(1)
+	e.finHigh.Store(0)
 	var zero K
 	e.key = zero
-	e.gen++
 	if k.nfree < maxSpare {
-		e.next = k.free
+		e.idleNext = k.free
 		k.free = e
 		k.nfree++
 	}
-	if n := len(k.keys); k.peak >= 4096 && n <= k.peak/8 {
-		m := make(map[K]*entry[K], n)
-		for key, e := range k.keys {
-			m[key] = e
-		}
-		k.keys, k.peak = m, n
+}
+
+// putKeyLocked gives back a key permit held by a caller that did not run
+// (it gave up waiting for the total). mu must be held.
+func (k *Keyed[K]) putKeyLocked(e *entry[K]) {
+	s := putKey(e, false)
+	if s&kWait != 0 {
+		k.grantKeyLocked(e, k.set.Load())
+	} else if s&kHeld == 1 {
+		k.total.Add(^uint64(tOneKey - 1))
+		k.listIdleLocked(e)
 	}
 }
 
-// ringAddLocked puts e last in the round of keys waiting for the total,
-// unless it is in it already.
-func (k *Keyed[K]) ringAddLocked(e *entry[K]) {
-	if e.next != nil {
-		return
-	}
-	if k.ring == nil {
-		e.prev, e.next = e, e
-		k.ring = e
-		return
-	}
-	last := k.ring.prev
-	e.prev, e.next = last, k.ring
-	last.next = e
-	k.ring.prev = e
-}
-
-func (k *Keyed[K]) ringRemoveLocked(e *entry[K]) {
-	if e.next == e {
-		k.ring = nil
-	} else {
-		e.prev.next, e.next.prev = e.next, e.prev
-		if k.ring == e {
-			k.ring = e.next
+// clearKeyWaitLocked clears e's wait flag once its line is empty; a key
+// that then holds nothing is idle. mu must be held.
+func (k *Keyed[K]) clearKeyWaitLocked(e *entry[K]) {
+	for {
+		s := e.state.Load()
+		if e.state.CompareAndSwap(s, s&^kWait) {
+			if s&kHeld == 0 {
+				k.total.Add(^uint64(tOneKey - 1))
+				k.listIdleLocked(e)
+			}
+			return
 		}
 	}
-	e.prev, e.next = nil, nil
 }
 
 // grantKeyLocked hands e's free key permits to the callers waiting for
 // them, in order; each then waits for the total, or runs if it is free.
+// mu must be held.
 func (k *Keyed[K]) grantKeyLocked(e *entry[K], st *keyedSettings) {
-	for w := e.keyLine.head; w != nil && e.held < st.cfg.PerKey.MaxConcurrentCalls; w = e.keyLine.head {
-		e.keyLine.remove(w)
-		e.queued--
-		e.held++
-		if k.ring == nil && k.totalFreeLocked(st) {
-			k.admitLocked(e, w)
+	for w := e.keyLine.head; w != nil; w = e.keyLine.head {
+		s := e.state.Load()
+		if s&kHeld >= st.perKey {
+			return
+		}
+		n := s + 1
+		if e.queued == 1 {
+			n &^= kWait // the last waiter leaves the line
+		}
+		if !e.state.CompareAndSwap(s, n) {
 			continue
 		}
-		w.state = forTotal
-		e.totalLine.push(w)
-		k.ringAddLocked(e)
+		e.keyLine.remove(w)
+		e.queued--
+		if k.ring == nil && k.takeTotal(st, 1) {
+			k.admitLocked(w)
+			continue
+		}
+		k.queueTotalLocked(e, w)
 	}
 }
 
 // grantTotalLocked hands the total's free permits to the callers waiting
-// for them: one key's first caller after another, round-robin.
+// for them: one key's first caller after another, round-robin. mu must be
+// held.
 func (k *Keyed[K]) grantTotalLocked(st *keyedSettings) {
-	for k.ring != nil && k.totalFreeLocked(st) {
+	for k.ring != nil {
+		t := k.total.Load()
+		if t&tInUse >= st.limit {
+			return
+		}
+		if !k.total.CompareAndSwap(t, t+1) {
+			continue
+		}
 		e := k.ring
 		w := e.totalLine.head
-		e.totalLine.remove(w)
-		if e.totalLine.head == nil {
-			k.ringRemoveLocked(e)
-		} else {
-			k.ring = e.next
-		}
-		k.admitLocked(e, w)
+		k.ring = e.next
+		k.unqueueTotalLocked(e, w)
+		k.admitLocked(w)
 	}
 }
 
-// admitLocked lets w, which holds e's permit, run, and wakes it.
-func (k *Keyed[K]) admitLocked(e *entry[K], w *kwaiter) {
-	e.running++
-	k.inUse++
-	k.permitted++
+// admitLocked lets w, which holds both permits, run, and wakes it.
+func (k *Keyed[K]) admitLocked(w *kwaiter) {
 	k.waiting--
 	w.state = admitted
 	w.ready <- struct{}{}
@@ -604,28 +879,11 @@ func (k *Keyed[K]) admitLocked(e *entry[K], w *kwaiter) {
 
 // release gives back a running call's permits and serves the waiters they
 // free.
-func (k *Keyed[K]) release(e *entry[K], gen uint64, start time.Time, err error, failed bool) {
-	k.mu.Lock()
-	if e.gen != gen || e.running == 0 {
-		k.mu.Unlock()
-		panic("semaphore: KeyedPermit.Release called without a held permit")
-	}
-	st := k.set
-	e.held--
-	e.running--
-	k.inUse--
-	k.finished++
+func (k *Keyed[K]) release(e *entry[K], start time.Time, err error, failed bool) {
+	k.putBack(e, 1, true)
 	if failed {
-		k.failed++
+		k.failed.Add(1)
 	}
-	if e.keyLine.head != nil {
-		k.grantKeyLocked(e, st)
-	}
-	if k.ring != nil {
-		k.grantTotalLocked(st)
-	}
-	k.dropIfIdleLocked(e)
-	k.mu.Unlock()
 	if k.hub.Active() {
 		ev := bulkhead.Event{Name: k.name, Kind: bulkhead.Semaphore, Type: bulkhead.EventFinished,
 			Time: clock.Now(), Err: err}
@@ -639,26 +897,26 @@ func (k *Keyed[K]) release(e *entry[K], gen uint64, start time.Time, err error, 
 // abort releases the permits of a call whose function panicked (r != nil)
 // or called runtime.Goexit (r == nil), counts it failed, and lets the panic
 // go on.
-func (k *Keyed[K]) abort(e *entry[K], gen uint64, start time.Time, r any) {
+func (k *Keyed[K]) abort(e *entry[K], start time.Time, r any) {
 	if r == nil {
-		k.release(e, gen, start, errGoexit, true)
+		k.release(e, start, errGoexit, true)
 		return
 	}
 	var err error
 	if k.hub.Active() {
 		err = newPanicError(r)
 	}
-	k.release(e, gen, start, err, true)
+	k.release(e, start, err, true)
 	panic(r)
 }
 
 // publishPermitted publishes EventPermitted and returns its time. If a
 // subscriber panics, the permits go back first (the call never ran).
-func (k *Keyed[K]) publishPermitted(e *entry[K], gen uint64, start time.Time) time.Time {
+func (k *Keyed[K]) publishPermitted(e *entry[K], start time.Time) time.Time {
 	ok := false
 	defer func() {
 		if !ok {
-			k.release(e, gen, time.Time{}, nil, false) // finished, not failed: it never ran
+			k.release(e, time.Time{}, nil, false) // finished, not failed: it never ran
 		}
 	}()
 	t := k.publish(bulkhead.EventPermitted, start, nil)
@@ -699,13 +957,14 @@ func (k *Keyed[K]) ReconfigureFunc(f func(KeyedConfig) (KeyedConfig, bool)) erro
 	return err
 }
 
-// reconfigureLocked applies f's configuration under k.mu and returns the
+// reconfigureLocked applies f's configuration under mu and returns the
 // totals before and after.
 func (k *Keyed[K]) reconfigureLocked(f func(KeyedConfig) (KeyedConfig, bool)) (old, limit int, err error) {
+	k.settings() // which panics for a Keyed that NewKeyed did not make
 	k.mu.Lock()
-	cur := k.settingsLocked().cfg // which unlocks before it panics
 	defer k.mu.Unlock()
-	cfg, ok := f(cur)
+	cur := k.set.Load()
+	cfg, ok := f(cur.cfg)
 	if !ok {
 		return 0, 0, nil
 	}
@@ -713,57 +972,73 @@ func (k *Keyed[K]) reconfigureLocked(f func(KeyedConfig) (KeyedConfig, bool)) (o
 		return 0, 0, fmt.Errorf("semaphore %q: %w", k.name, err)
 	}
 	st := k.settingsFor(cfg)
-	old = k.set.cfg.MaxConcurrentCalls
-	k.set = st
-	for _, e := range k.keys {
-		if e.keyLine.head != nil {
+	k.set.Store(st)
+	tab := k.tab.Load()
+	for i := range tab.slots {
+		if e := tab.slots[i].Load(); e != nil && e != tab.tomb && e.keyLine.head != nil {
 			k.grantKeyLocked(e, st)
 		}
 	}
 	k.grantTotalLocked(st)
-	return old, cfg.MaxConcurrentCalls, nil
+	return cur.cfg.MaxConcurrentCalls, cfg.MaxConcurrentCalls, nil
 }
 
 // Stats returns a snapshot of the totals over all keys. MaxConcurrentCalls
 // is the shared total, 0 when there is none (and then so is
 // AvailableConcurrentCalls); Waiting counts the callers waiting for a key's
-// permit or for the total's.
+// permit or for the total's. At rest every count is exact; while calls run,
+// Finished never goes down from one call to the next, and Permitted and
+// InFlight may count a call that is between its two reservations.
 func (k *Keyed[K]) Stats() bulkhead.Stats {
+	limit := k.settings().cfg.MaxConcurrentCalls
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	limit := k.settingsLocked().cfg.MaxConcurrentCalls
+	finished := k.finGone
+	tab := k.tab.Load()
+	for i := range tab.slots {
+		if e := tab.slots[i].Load(); e != nil && e != tab.tomb {
+			finished += finishedOf(e.state.Load()) + e.finHigh.Load()<<(64-kFinShift)
+		}
+	}
+	inUse := int(k.total.Load() & tInUse)
+	k.finishedSeen = max(k.finishedSeen, finished)
+	permitted := max(k.finishedSeen, finished+uint64(inUse))
 	return bulkhead.Stats{
 		Name:                     k.name,
 		Kind:                     bulkhead.Semaphore,
 		MaxConcurrentCalls:       limit,
-		AvailableConcurrentCalls: max(0, limit-k.inUse),
-		InFlight:                 k.inUse,
+		AvailableConcurrentCalls: max(0, limit-inUse),
+		InFlight:                 inUse,
 		Waiting:                  k.waiting,
-		Permitted:                k.permitted,
-		Rejected:                 k.rejected,
-		Cancelled:                k.cancelled,
-		Finished:                 k.finished,
-		Failed:                   k.failed,
+		Permitted:                permitted,
+		Rejected:                 k.rejectedKey.Load() + k.rejectedTotal.Load() + k.rejectedKeys.Load(),
+		Cancelled:                k.cancelled.Load(),
+		Finished:                 k.finishedSeen,
+		Failed:                   k.failed.Load(),
 	}
 }
 
 // KeyStats returns the counts of keys and of rejections by reason. At
 // most 64 idle keys are kept; Evicted counts those removed beyond.
 func (k *Keyed[K]) KeyStats() bulkhead.KeyStats {
+	k.settings()
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return bulkhead.KeyStats{ActiveKeys: len(k.keys) - k.nidle, IdleKeys: k.nidle, Evicted: k.evicted,
-		RejectedKey: k.rejectedKey, RejectedTotal: k.rejectedTotal, RejectedKeys: k.rejectedKeys}
+	active := activeKeys(k.total.Load())
+	return bulkhead.KeyStats{ActiveKeys: active, IdleKeys: max(0, k.tab.Load().live-active), Evicted: k.evicted,
+		RejectedKey: k.rejectedKey.Load(), RejectedTotal: k.rejectedTotal.Load(), RejectedKeys: k.rejectedKeys.Load()}
 }
 
 // Key returns the calls of key running now and the callers of key waiting
 // (for its permit or for the total's). It never creates an entry.
 func (k *Keyed[K]) Key(key K) (inFlight, waiting int) {
+	k.settings()
+	h := maphash.Comparable(k.seed, key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	e := k.keys[key]
+	e := k.tab.Load().lookup(h, key)
 	if e == nil {
 		return 0, 0
 	}
-	return e.running, e.held - e.running + e.queued
+	return max(0, held(e.state.Load())-e.tw), e.tw + e.queued
 }

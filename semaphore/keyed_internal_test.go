@@ -2,9 +2,9 @@ package semaphore
 
 import "testing"
 
-// After a flood of keys the map is rebuilt small: a Go map never shrinks
-// by itself, so without the rebuild it would keep the flood's size.
-func TestKeyedMapShrinksAfterFlood(t *testing.T) {
+// After a flood of keys the table is rebuilt small: it holds the idle
+// entries kept for reuse and no more, and keeps that many spares.
+func TestKeyedTableShrinksAfterFlood(t *testing.T) {
 	k, err := NewKeyed[int]("flood", KeyedConfig{PerKey: Config{MaxConcurrentCalls: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -17,13 +17,14 @@ func TestKeyedMapShrinksAfterFlood(t *testing.T) {
 		}
 		ps = append(ps, p)
 	}
-	if k.peak != 10_000 {
-		t.Fatalf("peak %d", k.peak)
+	if n := len(k.tab.Load().slots); n < 10_000 {
+		t.Fatalf("%d slots for 10,000 keys", n)
 	}
 	for _, p := range ps {
 		p.Release(nil)
 	}
-	if len(k.keys) != maxIdle || k.nidle != maxIdle || k.peak > 10_000/8 || k.nfree != maxSpare {
-		t.Fatalf("after the flood: %d entries, %d idle, peak %d, %d spare", len(k.keys), k.nidle, k.peak, k.nfree)
+	tab := k.tab.Load()
+	if tab.live != maxIdle || k.nidle != maxIdle || len(tab.slots) > 8*maxIdle || k.nfree != maxSpare {
+		t.Fatalf("after the flood: %d entries, %d idle, %d slots, %d spare", tab.live, k.nidle, len(tab.slots), k.nfree)
 	}
 }

@@ -660,3 +660,156 @@ func TestKeyedAllocations(t *testing.T) {
 		t.Fatalf("Do of a new key allocates %v times", n)
 	}
 }
+
+// TestKeyedStressBounds runs callers of hot keys and of a churn of keys
+// (more than MaxActiveKeys and than the idle entries kept, so keys are
+// refused and entries evicted and recycled) through Do, TryAcquire and
+// AcquirePermit, with cancellations and a Reconfigure going back and forth,
+// and checks from inside the guarded work that no key ever ran over its
+// limit, all keys together over the total, or more keys at once than
+// MaxActiveKeys (each bound the larger of the two configurations'). At
+// rest every admission and refusal is counted exactly once (a call whose
+// context ended before it began is not counted cancelled).
+func TestKeyedStressBounds(t *testing.T) {
+	const (
+		goroutines, hot, churn = 32, 6, 1000
+		maxKeys                = 4 // below the total, so that it binds
+	)
+	calls := 400
+	if testing.Short() {
+		calls = 100
+	}
+	cfgA := semaphore.KeyedConfig{PerKey: semaphore.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Millisecond},
+		MaxConcurrentCalls: 5, MaxActiveKeys: maxKeys}
+	cfgB := semaphore.KeyedConfig{PerKey: semaphore.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Millisecond},
+		MaxConcurrentCalls: 4, MaxActiveKeys: maxKeys - 1}
+	k, err := semaphore.NewKeyed[string]("stress", cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu                        sync.Mutex
+		per                       = map[string]int{}
+		all, keys                 int
+		highPer, highAll, highKey int
+		ok, full, cancelled       atomic.Uint64
+	)
+	enter := func(key string) {
+		mu.Lock()
+		defer mu.Unlock()
+		per[key]++
+		all++
+		if per[key] == 1 {
+			keys++
+		}
+		highPer, highAll, highKey = max(highPer, per[key]), max(highAll, all), max(highKey, keys)
+	}
+	leave := func(key string) {
+		mu.Lock()
+		defer mu.Unlock()
+		per[key]--
+		all--
+		if per[key] == 0 {
+			keys--
+			delete(per, key)
+		}
+	}
+	work := func(key string) { enter(key); runtime.Gosched(); leave(key) }
+	count := func(err error) {
+		switch {
+		case err == nil:
+			ok.Add(1)
+		case errors.Is(err, bulkhead.ErrBulkheadFull):
+			full.Add(1)
+		case errors.Is(err, context.Canceled):
+			cancelled.Add(1)
+		default:
+			t.Error(err)
+		}
+	}
+	stop := make(chan struct{})
+	var reconf sync.WaitGroup
+	reconf.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			cfg := cfgA
+			if i%2 == 1 {
+				cfg = cfgB
+			}
+			if err := k.Reconfigure(cfg); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	})
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				key := fmt.Sprint("hot-", (g+i)%hot)
+				if i%3 != 0 {
+					key = fmt.Sprint("churn-", (g*calls+i)%churn)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				if i%7 == 0 {
+					go cancel() // may end a wait at any point
+				}
+				switch i % 4 {
+				case 0:
+					if p, acquired := k.TryAcquire(key); acquired {
+						ok.Add(1)
+						work(key)
+						p.Release(nil)
+					} else {
+						full.Add(1)
+					}
+				case 1:
+					p, err := k.AcquirePermit(ctx, key)
+					if err == nil {
+						work(key)
+						p.Release(errors.New("x"))
+					}
+					count(err)
+				default:
+					count(k.Do(ctx, key, func(context.Context) error { work(key); return nil }))
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	reconf.Wait()
+	if highPer > 3 || highAll > 5 || highKey > maxKeys {
+		t.Errorf("high-water marks: %d calls of one key (limit 3), %d in all (total 5), %d keys (MaxActiveKeys %d)",
+			highPer, highAll, highKey, maxKeys)
+	}
+	if highAll < 4 || highPer < 2 {
+		t.Errorf("too little contention to prove anything: high-water %d in all, %d per key", highAll, highPer)
+	}
+	s, ks := k.Stats(), k.KeyStats()
+	n := uint64(goroutines * calls)
+	if s.InFlight != 0 || s.Waiting != 0 || ks.ActiveKeys != 0 || ks.IdleKeys > 64 ||
+		s.Permitted != ok.Load() || s.Finished != ok.Load() || s.Rejected != full.Load() || s.Cancelled > cancelled.Load() ||
+		ok.Load()+full.Load()+cancelled.Load() != n || ks.RejectedKey+ks.RejectedTotal+ks.RejectedKeys != s.Rejected {
+		t.Fatalf("at rest: %+v %+v; counted %d ok, %d full, %d cancelled of %d", s, ks, ok.Load(), full.Load(), cancelled.Load(), n)
+	}
+	if ks.Evicted == 0 || ks.RejectedKeys == 0 {
+		t.Fatalf("no eviction or no refused key: %+v", ks)
+	}
+	k.Reconfigure(cfgA)
+	for i := range hot {
+		key := fmt.Sprint("hot-", i)
+		p1, ok1 := k.TryAcquire(key)
+		p2, ok2 := k.TryAcquire(key)
+		if !ok1 || !ok2 {
+			t.Fatalf("%s does not admit its limit of 2", key)
+		}
+		p1.Release(nil)
+		p2.Release(nil)
+	}
+}

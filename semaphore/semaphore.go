@@ -601,8 +601,7 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 	for {
 		s := b.state.Load()
 		if full(s) {
-			st := b.settings()
-			if st.refuseNow {
+			if st := b.settings(); st.refuseNow {
 				b.rejected[bulkhead.ReasonFull].Add(1)
 				f := &st.errs[0][bulkhead.ReasonFull]
 				if b.hub.Active() {
@@ -611,9 +610,9 @@ func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error
 				return f
 			}
 			var err error
-			if start, spare, err = b.acquireDo(ctx, st); err != nil {
+			if start, spare, err = b.acquireDo(ctx); err != nil {
 				if err == errShadowed {
-					return b.doShadowed(ctx, fn, st)
+					return b.doShadowed(ctx, fn)
 				}
 				return err
 			}

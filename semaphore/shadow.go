@@ -127,8 +127,13 @@ func (b *Bulkhead) shadowDone(held bool) {
 var errShadowed = errors.New("semaphore: shadowed")
 
 // acquireDo is acquireClass for Do, which a shadowed bulkhead sends to
-// doShadowed instead.
-func (b *Bulkhead) acquireDo(ctx context.Context, st *settings) (time.Time, *waiter, error) {
+// doShadowed instead. It loads the settings itself, so that Do keeps none
+// live past its rejection (G2_Reject, G1_Guard semaphore_Do: the
+// instruction counts from before priorities).
+//
+//go:noinline
+func (b *Bulkhead) acquireDo(ctx context.Context) (time.Time, *waiter, error) {
+	st := b.set.Load()
 	if st.shadow > 0 {
 		return time.Time{}, nil, errShadowed
 	}
@@ -140,7 +145,8 @@ func (b *Bulkhead) acquireDo(ctx context.Context, st *settings) (time.Time, *wai
 // waiter granted the enforced permit finds it free.
 //
 //go:noinline
-func (b *Bulkhead) doShadowed(ctx context.Context, fn func(context.Context) error, st *settings) error {
+func (b *Bulkhead) doShadowed(ctx context.Context, fn func(context.Context) error) error {
+	st := b.set.Load()
 	start, spare, err := b.acquireClass(ctx, st)
 	if err != nil {
 		return err
