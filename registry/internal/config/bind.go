@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -210,10 +211,7 @@ func (b *binder[S, C]) set(t tkey, p *prop) {
 }
 
 func origin(p *prop) string {
-	if p.merged {
-		return " (brought in by a merge key <<)"
-	}
-	return ""
+	return map[bool]string{true: " (brought in by a merge key <<)"}[p.merged]
 }
 
 // bind sets every field from the property that won it.
@@ -233,16 +231,9 @@ func (b *binder[S, C]) bind(ld *loader) (configs, instances map[string]S) {
 		w.key = joinSegs(p.segs[len(p.segs)-strings.Count(f.key, ".")-1:])
 		ld.pos[posKey{b.k.name, t.shared, t.name, f.key}] = w
 		v := &value{ld: ld, p: p, what: fmt.Sprintf("%s %q", section(b.k.name, t.shared), t.name), key: w.key}
-		switch {
-		case f.want != "":
-			f.set(s, v)
-		case p.kind == null: // a block as a whole: adaptive: {}
+		if f.want == "" && p.kind == null { // a block as a whole: adaptive: {}
 			v.fail("has no value; give a mapping (%s: {} for every default) or remove the key", w.key)
-		case p.kind == emptyList:
-			v.fail("must be a mapping of keys to values, got a list")
-		case p.kind == scalar:
-			v.fail("must be a mapping of keys to values, got %q", p.value)
-		default:
+		} else if f.want != "" || v.is(emptyMap, "a mapping of keys to values") {
 			f.set(s, v)
 		}
 	}
@@ -270,24 +261,33 @@ func (v *value) fail(format string, args ...any) {
 	v.ld.l.add(v.p.where(), "%s: %s "+format, append([]any{v.what, v.key}, args...)...)
 }
 
+// is reports whether the value is of kind, with an error if not: want
+// says what it must be.
+func (v *value) is(kind uint8, want string) bool {
+	switch {
+	case v.p.kind == kind:
+		return true
+	case v.p.kind == null:
+		v.fail("has no value; give %s or remove the key", want)
+	case v.p.kind == scalar:
+		v.fail("must be %s, got %q", want, v.p.value)
+	default:
+		v.fail("must be %s, got %s", want, map[bool]string{true: "a mapping", false: "a list"}[v.p.kind == emptyMap])
+	}
+	return false
+}
+
 // scalar returns the value with its placeholders resolved.
 func (v *value) scalar(want string) (string, bool) {
-	switch v.p.kind {
-	case null:
-		v.fail("has no value; give %s or remove the key", want)
-	case emptyMap:
-		v.fail("must be %s, got a mapping", want)
-	case emptyList:
-		v.fail("must be %s, got a list", want)
-	default:
-		s, err := v.ld.expand(v.p.value, []string{joinSegs(v.p.segs)})
-		if err != nil {
-			v.fail("%s", err)
-			return "", false
-		}
-		return strings.TrimSpace(s), true
+	if !v.is(scalar, want) {
+		return "", false
 	}
-	return "", false
+	s, err := v.ld.expand(v.p.value, []string{joinSegs(v.p.segs)})
+	if err != nil {
+		v.fail("%s", err)
+		return "", false
+	}
+	return strings.TrimSpace(s), true
 }
 
 // expand resolves the placeholders ${NAME} and ${NAME:default} in s, from
@@ -358,53 +358,54 @@ func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 	return v, true, err
 }
 
-// parse makes a parser from a strconv-like function; bad tells what a
-// value it refuses is, given the error.
-func parse[T any](want string, read func(string) (T, error), bad func(s string, err error) string) parser[T] {
-	return parser[T]{want: want, parse: func(v *value) (T, bool) {
-		var x T
-		s, ok := v.scalar(want)
-		if !ok {
-			return x, false
-		}
-		x, err := read(s)
-		if err != nil {
-			v.fail("%s", bad(s, err))
-		}
-		return x, err == nil
-	}}
+// parse reads v as p does, reporting false (and an error on v) if it
+// cannot.
+func (p parser[T]) parse(v *value) (T, bool) {
+	var x T
+	s, ok := v.scalar(p.want)
+	if !ok {
+		return x, false
+	}
+	x, bad := p.read(s)
+	if bad != "" {
+		v.fail("%s", bad)
+	}
+	return x, bad == ""
 }
 
+// bad is why a value is refused if err is not nil.
+func bad(err error, why string) string { return map[bool]string{true: why}[err != nil] }
+
 var (
-	integer = parse("an integer", func(s string) (int, error) {
+	integer = parser[int]{want: "an integer", read: func(s string) (int, string) {
 		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 32)
-		return int(n), err
-	}, func(s string, err error) string {
 		if errors.Is(err, strconv.ErrRange) {
-			return "is out of range, got " + s
+			return 0, "is out of range, got " + s
 		}
-		return fmt.Sprintf("must be an integer, got %q", s)
-	})
-	duration = parse("a duration", parseDuration, func(s string, err error) string {
+		return int(n), bad(err, fmt.Sprintf("must be an integer, got %q", s))
+	}}
+	duration = parser[time.Duration]{want: "a duration", read: func(s string) (time.Duration, string) {
+		d, err := parseDuration(s)
 		if errors.Is(err, errRange) {
-			return fmt.Sprintf("is out of range, got %q (the largest duration is about 292 years)", s)
+			return 0, fmt.Sprintf("is out of range, got %q (the largest duration is about 292 years)", s)
 		}
-		return fmt.Sprintf("must be a duration such as 500ms, 2s, PT2S or a number of milliseconds, got %q", s)
-	})
-	number = parse("a number", func(s string) (float64, error) {
+		return d, bad(err, fmt.Sprintf("must be a duration such as 500ms, 2s, PT2S or a number of milliseconds, got %q", s))
+	}}
+	number = parser[float64]{want: "a number", read: func(s string) (float64, string) {
 		f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
 		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
 			err = errRange
 		}
-		return f, err
-	}, func(s string, _ error) string { return fmt.Sprintf("must be a finite number, got %q", s) })
-	str     = parse("a string", func(s string) (string, error) { return s, nil }, nil)
-	boolean = parse("true or false", func(s string) (bool, error) {
-		if b, err := strconv.ParseBool(strings.ToLower(s)); err == nil && len(s) >= 4 { // not 1, 0, t or f
-			return b, nil
+		return f, bad(err, fmt.Sprintf("must be a finite number, got %q", s))
+	}}
+	str     = parser[string]{want: "a string", read: func(s string) (string, string) { return s, "" }}
+	boolean = parser[bool]{want: "true or false", read: func(s string) (bool, string) {
+		b, err := strconv.ParseBool(strings.ToLower(s))
+		if len(s) < 4 { // not 1, 0, t or f
+			err = strconv.ErrSyntax
 		}
-		return false, strconv.ErrSyntax
-	}, func(s string, _ error) string { return fmt.Sprintf("must be true or false, got %q", s) })
+		return b, bad(err, fmt.Sprintf("must be true or false, got %q", s))
+	}}
 )
 
 // suggest returns ` (did you mean "x"?)` for the known key nearest to nk,

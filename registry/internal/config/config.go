@@ -169,17 +169,13 @@ func lineKeys[S, C any](line func(*S) *Line, to func(*C) configLine) []field[S, 
 
 // queueOrder reads fifo, lifo or adaptiveLifo, in any case; it admits only
 // valid orders, so its check has nothing to refuse.
-var queueOrder = parser[bulkhead.QueueOrder]{"fifo, lifo or adaptiveLifo", func(v *value) (bulkhead.QueueOrder, bool) {
-	s, ok := v.scalar("fifo, lifo or adaptiveLifo")
-	for o := bulkhead.FIFO; ok && o <= bulkhead.AdaptiveLIFO; o++ {
+var queueOrder = parser[bulkhead.QueueOrder]{"fifo, lifo or adaptiveLifo", func(s string) (bulkhead.QueueOrder, string) {
+	for o := bulkhead.FIFO; o <= bulkhead.AdaptiveLIFO; o++ {
 		if strings.EqualFold(strings.ReplaceAll(s, "-", ""), o.String()) {
-			return o, true
+			return o, ""
 		}
 	}
-	if ok {
-		v.fail("must be fifo, lifo or adaptiveLifo, got %q", s)
-	}
-	return 0, false
+	return 0, fmt.Sprintf("must be fifo, lifo or adaptiveLifo, got %q", s)
 }, func(string, bulkhead.QueueOrder) error { return nil }}
 
 // nonNegative is p with a check on its own that refuses a negative value.
@@ -193,14 +189,13 @@ func nonNegative[T int | time.Duration](p parser[T]) parser[T] {
 	return p
 }
 
-// block is a block of keys (adaptive, codel), inherited whole, in the Spec
-// field get returns and, if to is not nil, copied to the Config field to
-// returns and checked on its own by check.
+// block is a block of keys (adaptive, codel, priorities, shadow),
+// inherited whole, in the Spec field get returns and, if to is not nil,
+// copied whole to the Config field to returns; check, if not nil, checks
+// it on its own.
 func block[S, C, B any](key, goName string, get func(*S) **B, to func(*C) **B, check func(*B) error, keys []field[B, struct{}]) []field[S, C] {
 	in := func(s *S) *B {
-		if *get(s) == nil {
-			*get(s) = new(B)
-		}
+		*get(s) = cmp.Or(*get(s), new(B))
 		return *get(s)
 	}
 	f := field[S, C]{key: key, goName: goName, set: func(s *S, v *value) { in(s) },
@@ -208,11 +203,12 @@ func block[S, C, B any](key, goName string, get func(*S) **B, to func(*C) **B, c
 	if to != nil {
 		f.apply = func(s S, c *C) bool {
 			if b := *get(&s); b != nil {
-				x := *b
-				*to(c) = &x
+				*to(c) = new(*b)
 			}
 			return *get(&s) != nil
 		}
+	}
+	if check != nil {
 		f.own = func(s S) error {
 			if b := *get(&s); b != nil {
 				return check(b)
@@ -222,7 +218,11 @@ func block[S, C, B any](key, goName string, get func(*S) **B, to func(*C) **B, c
 	}
 	fs := []field[S, C]{f}
 	for _, k := range keys {
-		fs = append(fs, field[S, C]{key: key + "." + k.key, goName: goName, want: k.want, set: func(s *S, v *value) { k.set(in(s), v) }})
+		var alias []string
+		for _, a := range k.alias {
+			alias = append(alias, key+"."+a)
+		}
+		fs = append(fs, field[S, C]{key: key + "." + k.key, goName: goName, alias: alias, want: k.want, set: func(s *S, v *value) { k.set(in(s), v) }})
 	}
 	return fs
 }
@@ -253,11 +253,11 @@ type field[S, C any] struct {
 	own     func(s S) error      // if set, checks the value alone; the whole Config is checked once resolved
 }
 
-// parser reads a value as T, reporting false (and an error on v) if it
-// cannot; check, if set, checks a value on its own (see field.own).
+// parser reads a scalar as T, or says why it refuses it; check, if set,
+// checks a value on its own (see field.own).
 type parser[T any] struct {
 	want  string
-	parse func(*value) (T, bool)
+	read  func(s string) (T, string) // the value, or why it is refused
 	check func(key string, x T) error
 }
 
@@ -290,8 +290,8 @@ func ptr[S, C, T any](key, goName string, p parser[T], get func(*S) **T, to func
 }
 
 // leaf is a key of a block, set in place.
-func leaf[B, T any](key string, p parser[T], get func(*B) *T) field[B, struct{}] {
-	return field[B, struct{}]{key: key, want: p.want, set: func(b *B, v *value) {
+func leaf[B, T any](key string, p parser[T], get func(*B) *T, alias ...string) field[B, struct{}] {
+	return field[B, struct{}]{key: key, alias: alias, want: p.want, set: func(b *B, v *value) {
 		if x, ok := p.parse(v); ok {
 			*get(b) = x
 		}
