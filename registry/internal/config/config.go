@@ -319,24 +319,20 @@ type Error struct {
 
 // Error returns the message with its file, line, path and profile.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("registry: ")
-	switch {
-	case e.File != "" && e.Line > 0:
-		b.WriteString(e.File + ":" + strconv.Itoa(e.Line) + ": ")
-	case e.File != "":
-		b.WriteString(e.File + ": ")
-	case e.Line > 0:
-		b.WriteString("line " + strconv.Itoa(e.Line) + ": ")
+	s := "registry: "
+	if e.Line > 0 {
+		s += cmp.Or(e.File, "line") + map[bool]string{true: ":", false: " "}[e.File != ""] + strconv.Itoa(e.Line) + ": "
+	} else if e.File != "" {
+		s += e.File + ": "
 	}
-	b.WriteString(e.Msg)
+	s += e.Msg
 	if e.Path != "" {
-		b.WriteString(" (at " + e.Path + ")")
+		s += " (at " + e.Path + ")"
 	}
 	if e.Profile != "" {
-		b.WriteString(" (in the document for profile " + strconv.Quote(e.Profile) + ")")
+		s += " (in the document for profile " + strconv.Quote(e.Profile) + ")"
 	}
-	return b.String()
+	return s
 }
 
 const (
@@ -404,6 +400,25 @@ func (goLocator) locate(k string, shared bool, name, key string) where {
 
 func section(k string, shared bool) string {
 	return k + map[bool]string{true: " config", false: " instance"}[shared]
+}
+
+// entry is an entry being checked, for its errors.
+type entry struct {
+	l      *errList
+	loc    locator
+	kind   string
+	shared bool
+	name   string
+}
+
+// add reports a problem of the entry, at its field key ("" for the entry).
+func (e entry) add(key, format string, args ...any) {
+	e.l.add(e.loc.locate(e.kind, e.shared, e.name, key), "%s %q: "+format, append([]any{section(e.kind, e.shared), e.name}, args...)...)
+}
+
+// fail reports a problem of the field key, with its name as spelt first.
+func (e entry) fail(key, format string, args ...any) {
+	e.add(key, "%s "+format, append([]any{e.loc.locate(e.kind, e.shared, e.name, key).key}, args...)...)
 }
 
 // Resolved is a valid Config with its shared configurations' chains
@@ -480,16 +495,15 @@ func (r *Resolved) Config() Config { return r.cfg }
 
 // checkCore refuses a core size above the maximum, as Spring does; a core
 // size alone has no effect here, which Load reports as a warning.
-func checkCore(s PoolSpec, c pool.Config, l *errList, loc locator, shared bool, name string) {
-	if s.CoreWorkers == nil || shared {
+func checkCore(s PoolSpec, c pool.Config, e entry) {
+	if s.CoreWorkers == nil || e.shared {
 		return
 	}
-	w := loc.locate("pool", false, name, "coreThreadPoolSize")
-	switch {
+	switch w, name := e.loc.locate("pool", false, e.name, "coreThreadPoolSize"), e.name; {
 	case *s.CoreWorkers < 0 || *s.CoreWorkers > c.MaxWorkers:
-		l.add(w, "pool instance %q: %s must be between 0 and maxThreadPoolSize (%d), got %d", name, w.key, c.MaxWorkers, *s.CoreWorkers)
+		e.fail("coreThreadPoolSize", "must be between 0 and maxThreadPoolSize (%d), got %d", c.MaxWorkers, *s.CoreWorkers)
 	case s.MaxWorkers == nil:
-		l.warns = append(l.warns, fmt.Sprintf("pool instance %q: %s %d has no effect: a Go pool starts workers on demand up to maxThreadPoolSize, which is unset here and defaults to %d (GOMAXPROCS) (at %s)",
+		e.l.warns = append(e.l.warns, fmt.Sprintf("pool instance %q: %s %d has no effect: a Go pool starts workers on demand up to maxThreadPoolSize, which is unset here and defaults to %d (GOMAXPROCS) (at %s)",
 			name, w.key, *s.CoreWorkers, c.MaxWorkers, w.path))
 	}
 }
@@ -503,11 +517,8 @@ func (k *kind[S, C]) goName(key string) string {
 
 // checkKeyed checks the keys that make a semaphore keyed, this library's
 // extension: maxConcurrentCalls is then the total.
-func checkKeyed(s SemaphoreSpec, _ semaphore.Config, l *errList, loc locator, shared bool, name string) {
-	fail := func(key, format string, args ...any) {
-		w := loc.locate("semaphore", shared, name, key)
-		l.add(w, "%s %q: %s "+format, append([]any{section("semaphore", shared), name, w.key}, args...)...)
-	}
+func checkKeyed(s SemaphoreSpec, _ semaphore.Config, e entry) {
+	fail := e.fail
 	switch per := s.MaxConcurrentCallsPerKey; {
 	case per == nil && s.MaxActiveKeys != nil:
 		fail("maxActiveKeys", "has no effect without maxConcurrentCallsPerKey")
@@ -528,12 +539,9 @@ func checkKeyed(s SemaphoreSpec, _ semaphore.Config, l *errList, loc locator, sh
 // checkKeyedPool checks checkCore's key and those that make a pool keyed,
 // this library's extension; the bounds that depend on maxThreadPoolSize and
 // queueCapacity are checked on instances only.
-func checkKeyedPool(s PoolSpec, c pool.Config, l *errList, loc locator, shared bool, name string) {
-	checkCore(s, c, l, loc, shared, name)
-	fail := func(key, format string, args ...any) {
-		w := loc.locate("pool", shared, name, key)
-		l.add(w, "%s %q: %s "+format, append([]any{section("pool", shared), name, w.key}, args...)...)
-	}
+func checkKeyedPool(s PoolSpec, c pool.Config, e entry) {
+	checkCore(s, c, e)
+	fail, shared := e.fail, e.shared
 	run, queue := s.MaxRunningPerKey, s.QueueCapacityPerKey
 	const which = "a keyed pool (one with maxRunningPerKey or queueCapacityPerKey)"
 	switch {
@@ -600,25 +608,25 @@ func (k *kind[S, C]) instance(res map[string]S, s S) S {
 	return s
 }
 
-func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc locator, final func(S, C, *errList, locator, bool, string)) map[string]S {
+func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc locator, final func(S, C, entry)) map[string]S {
+	at := func(shared bool, name string) entry { return entry{l, loc, k.name, shared, name} }
 	for _, name := range slices.Sorted(maps.Keys(configs)) {
-		k.check(configs[name], l, loc, true, name)
+		k.check(configs[name], at(true, name))
 	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
-		k.check(instances[name], l, loc, false, name)
+		k.check(instances[name], at(false, name))
 	}
 	names := sync.OnceValue(func() string { return known(configs) }) // once: it sorts
-	res := k.resolve(configs, names, l, loc)
+	res := k.resolve(configs, names, at)
 	for _, name := range slices.Sorted(maps.Keys(res)) {
 		c, _ := k.build(res[name])
-		final(res[name], c, l, loc, true, name)
+		final(res[name], c, at(true, name))
 	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
 		s := instances[name]
 		if b, _, _ := s.common(); b != "" {
 			if _, ok := configs[b]; !ok {
-				w := loc.locate(k.name, false, name, "baseConfig")
-				l.add(w, "%s %q: %s names %q, which is not a known config (known: %s)", section(k.name, false), name, w.key, b, names())
+				at(false, name).fail("baseConfig", "names %q, which is not a known config (known: %s)", b, names())
 				continue
 			}
 			if _, ok := res[b]; !ok {
@@ -636,9 +644,9 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 					key = f.key
 				}
 			}
-			l.add(loc.locate(k.name, false, name, key), "%s %q: %s", section(k.name, false), name, err)
+			at(false, name).add(key, "%s", err)
 		}
-		final(full, c, l, loc, false, name)
+		final(full, c, at(false, name))
 	}
 	return res
 }
@@ -646,13 +654,12 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 // check validates an entry's name and each of its fields on its own,
 // through the kind's Validate: the defaults are valid, so an error is the
 // field's.
-func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name string) {
-	sec := section(k.name, shared)
+func (k *kind[S, C]) check(s S, e entry) {
 	switch {
-	case strings.TrimSpace(name) == "":
-		l.add(loc.locate(k.name, shared, name, ""), "%s %q: a name must not be empty", sec, name)
-	case !utf8.ValidString(name):
-		l.add(loc.locate(k.name, shared, name, ""), "%s %q: a name must be valid UTF-8", sec, name)
+	case strings.TrimSpace(e.name) == "":
+		e.add("", "a name must not be empty")
+	case !utf8.ValidString(e.name):
+		e.add("", "a name must be valid UTF-8")
 	}
 	for _, f := range k.fields {
 		c := k.defaults()
@@ -666,18 +673,16 @@ func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name strin
 			err = c.Validate()
 		}
 		if err != nil {
-			w := loc.locate(k.name, shared, name, f.key)
 			msg := err.Error()
-			if !strings.HasPrefix(normalize(msg), normalize(w.key)) {
-				msg = w.key + ": " + msg
+			if key := e.loc.locate(k.name, e.shared, e.name, f.key).key; !strings.HasPrefix(normalize(msg), normalize(key)) {
+				msg = key + ": " + msg
 			}
-			l.add(w, "%s %q: %s", sec, name, msg)
+			e.add(f.key, "%s", msg)
 		}
 	}
 	_, buf, ad := s.common()
 	if buf != nil && (*buf < 0 || *buf > maxBuffer) {
-		w := loc.locate(k.name, shared, name, "eventConsumerBufferSize")
-		l.add(w, "%s %q: %s must be between 0 and %d, got %d", sec, name, w.key, maxBuffer, *buf)
+		e.fail("eventConsumerBufferSize", "must be between 0 and %d, got %d", maxBuffer, *buf)
 	}
 	if ad == nil {
 		return
@@ -690,7 +695,7 @@ func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name strin
 		// adaptive.Config.Validate's messages begin with the key: point at
 		// its line when it was read from a file, at the block otherwise.
 		sub, _, _ := strings.Cut(err.Error(), " ")
-		l.add(loc.locate(k.name, shared, name, "adaptive."+sub), "%s %q: adaptive.%s", sec, name, err)
+		e.add("adaptive."+sub, "adaptive.%s", err)
 	}
 }
 
@@ -698,11 +703,10 @@ func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name strin
 // so that the work is linear in the number of configurations however long
 // the chains. Configurations on a cycle or naming an unknown base are
 // reported (a cycle once, at its first member) and left out.
-func (k *kind[S, C]) resolve(configs map[string]S, names func() string, l *errList, loc locator) map[string]S {
+func (k *kind[S, C]) resolve(configs map[string]S, names func() string, at func(bool, string) entry) map[string]S {
 	res := make(map[string]S, len(configs))
 	const onPath, done = 1, 2
 	state := make(map[string]int, len(configs))
-	sec := section(k.name, true)
 	var visit func(name string, path []string) bool
 	visit = func(name string, path []string) bool {
 		switch _, listed := configs[name]; {
@@ -715,13 +719,10 @@ func (k *kind[S, C]) resolve(configs map[string]S, names func() string, l *errLi
 			if len(path)-i > maxReportedName {
 				cycle[len(cycle)-1] = "... -> " + name
 			}
-			w := loc.locate(k.name, true, path[i], "baseConfig")
-			l.add(w, "%s %q: %s makes a cycle: %s", sec, path[i], w.key, strings.Join(cycle, " -> "))
+			at(true, path[i]).fail("baseConfig", "makes a cycle: %s", strings.Join(cycle, " -> "))
 			return false
 		case !listed:
-			last := path[len(path)-1]
-			w := loc.locate(k.name, true, last, "baseConfig")
-			l.add(w, "%s %q: %s names %q, which is not a known config (known: %s)", sec, last, w.key, name, names())
+			at(true, path[len(path)-1]).fail("baseConfig", "names %q, which is not a known config (known: %s)", name, names())
 			return false
 		}
 		state[name] = onPath

@@ -368,14 +368,13 @@ func unescape(s string) string {
 func joinSegs(segs []seg) string {
 	var b strings.Builder
 	for i, s := range segs {
-		switch {
-		case s.index:
-			b.WriteString("[" + s.name + "]")
-		case strings.Contains(s.name, "."):
-			b.WriteString(map[bool]string{true: ".", false: ""}[i > 0] + "[" + s.name + "]")
-		default:
-			b.WriteString(map[bool]string{true: ".", false: ""}[i > 0] + s.name)
+		if i > 0 && !s.index {
+			b.WriteByte('.')
 		}
+		if s.index || strings.Contains(s.name, ".") {
+			s.name = "[" + s.name + "]"
+		}
+		b.WriteString(s.name)
 	}
 	return b.String()
 }
