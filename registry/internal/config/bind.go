@@ -19,7 +19,6 @@ type loader struct {
 	env    Env
 	cfg    Config
 	props  map[string]*prop // the active properties by normalized key, later over earlier
-	pos    map[posKey]where // where each entry and field was set
 	hint   string           // a top-level key that looks like a misspelt resilience4j
 	typos  map[string]bool  // misspelt sections reported
 	budget int              // bytes placeholders may still produce
@@ -27,33 +26,20 @@ type loader struct {
 	pool   *binder[PoolSpec, pool.Config]
 }
 
-type posKey struct {
-	kind      string
-	shared    bool
-	name, key string
-}
-
 func newLoader(env Env) *loader {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	return &loader{env: env, props: map[string]*prop{}, pos: map[posKey]where{}, typos: map[string]bool{},
+	return &loader{env: env, props: map[string]*prop{}, typos: map[string]bool{},
 		budget: MaxFileSize, sem: newBinder(semaphoreKind), pool: newBinder(poolKind)}
 }
 
-// locate implements locator with the positions recorded while binding.
+// locate tells where an entry's field was set.
 func (ld *loader) locate(k string, shared bool, name, key string) where {
-	if w, ok := ld.pos[posKey{k, shared, name, key}]; ok {
-		return w
+	if k == "pool" {
+		return ld.pool.locate(shared, name, key)
 	}
-	if block, _, ok := strings.Cut(key, "."); ok { // a key inside a block
-		return ld.locate(k, shared, name, block)
-	}
-	w := ld.pos[posKey{k, shared, name, ""}] // every entry read has one
-	if key != "" {
-		w.path, w.key = w.path+"."+key, key
-	}
-	return w
+	return ld.sem.locate(shared, name, key)
 }
 
 // bindDoc classifies the properties of an active document: each bulkhead
@@ -158,16 +144,15 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 	}
 	name, rest := segs[at+2].name, segs[at+3:]
 	what := fmt.Sprintf("%s %q", section(b.k.name, shared), name)
-	entry, pk := tkey{shared, name, -1}, posKey{b.k.name, shared, name, ""}
+	entry := tkey{shared, name, -1}
 	if prev, ok := b.conts[entry]; ok && prev != normalize(segs[at+1].name) {
-		p.fail(ld, at+2, "%s is given twice (first at line %d)", what, ld.pos[pk].line)
+		p.fail(ld, at+2, "%s is given twice (first at line %d)", what, b.locate(shared, name, "").line)
 		return
 	}
 	b.conts[entry] = normalize(segs[at+1].name)
-	if _, ok := ld.pos[pk]; !ok {
-		ld.pos[pk] = p.at(at + 2)
+	if _, ok := b.win[entry]; !ok {
+		b.set(entry, p) // the entry's first property: where it is
 	}
-	b.set(entry, p)
 	if !mapping(at+2, what) {
 		return
 	}
@@ -203,6 +188,28 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 	}
 }
 
+// locate tells where an entry's field was set: at the property that won
+// it, or else in its block, or in the entry, from the entry's first property.
+func (b *binder[S, C]) locate(shared bool, name, key string) where {
+	i := slices.IndexFunc(b.k.fields, func(f field[S, C]) bool { return f.key == key })
+	if p, ok := b.win[tkey{shared, name, i}]; ok && i >= 0 {
+		w := p.where()
+		w.key = joinSegs(p.segs[len(p.segs)-strings.Count(key, ".")-1:])
+		return w
+	}
+	if block, _, ok := strings.Cut(key, "."); ok {
+		return b.locate(shared, name, block)
+	}
+	var w where
+	if p := b.win[tkey{shared, name, -1}]; p != nil { // the section, configs, the name
+		w = p.at(map[bool]int{true: 3, false: 2}[normalize(p.segs[0].name) == "resilience4j"])
+	}
+	if key != "" {
+		w.path, w.key = w.path+"."+key, key
+	}
+	return w
+}
+
 func (b *binder[S, C]) set(t tkey, p *prop) {
 	if _, ok := b.win[t]; !ok {
 		b.order = append(b.order, t)
@@ -216,38 +223,25 @@ func origin(p *prop) string {
 
 // bind sets every field from the property that won it.
 func (b *binder[S, C]) bind(ld *loader) (configs, instances map[string]S) {
-	specs := map[bool]map[string]*S{true: {}, false: {}}
+	specs := map[bool]map[string]S{}
 	for _, t := range b.order {
+		if specs[t.shared] == nil {
+			specs[t.shared] = map[string]S{}
+		}
 		s := specs[t.shared][t.name]
-		if s == nil {
-			s = new(S)
-			specs[t.shared][t.name] = s
+		if t.field >= 0 {
+			p, f := b.win[t], b.k.fields[t.field]
+			w := b.locate(t.shared, t.name, f.key)
+			v := &value{ld: ld, p: p, what: fmt.Sprintf("%s %q", section(b.k.name, t.shared), t.name), key: w.key}
+			if f.want == "" && p.kind == null { // a block as a whole: adaptive: {}
+				v.fail("has no value; give a mapping (%s: {} for every default) or remove the key", w.key)
+			} else if f.want != "" || v.is(emptyMap, "a mapping of keys to values") {
+				f.set(&s, v)
+			}
 		}
-		if t.field < 0 {
-			continue
-		}
-		p, f := b.win[t], b.k.fields[t.field]
-		w := p.where()
-		w.key = joinSegs(p.segs[len(p.segs)-strings.Count(f.key, ".")-1:])
-		ld.pos[posKey{b.k.name, t.shared, t.name, f.key}] = w
-		v := &value{ld: ld, p: p, what: fmt.Sprintf("%s %q", section(b.k.name, t.shared), t.name), key: w.key}
-		if f.want == "" && p.kind == null { // a block as a whole: adaptive: {}
-			v.fail("has no value; give a mapping (%s: {} for every default) or remove the key", w.key)
-		} else if f.want != "" || v.is(emptyMap, "a mapping of keys to values") {
-			f.set(s, v)
-		}
+		specs[t.shared][t.name] = s
 	}
-	out := func(m map[string]*S) map[string]S {
-		if len(m) == 0 {
-			return nil
-		}
-		r := make(map[string]S, len(m))
-		for k, v := range m {
-			r[k] = *v
-		}
-		return r
-	}
-	return out(specs[true]), out(specs[false])
+	return specs[true], specs[false]
 }
 
 // value is a property's value, read with errors that name it.
