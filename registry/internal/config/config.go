@@ -382,14 +382,10 @@ func (l *errList) err() error {
 
 // locator tells where an entry's field came from: key is the field's
 // Spring key, "" for the entry itself.
-type locator interface {
-	locate(k string, shared bool, name, key string) where
-}
+type locator func(k string, shared bool, name, key string) where
 
-// goLocator describes values built in code: Pools["mail"].KeepAlive.
-type goLocator struct{}
-
-func (goLocator) locate(k string, shared bool, name, key string) where {
+// goLocate describes values built in code: Pools["mail"].KeepAlive.
+func goLocate(k string, shared bool, name, key string) where {
 	p := map[string]string{"semaphore": "Semaphore", "pool": "Pool"}[k] + map[bool]string{true: "Configs", false: "s"}[shared] + "[" + strconv.Quote(name) + "]"
 	if key != "" {
 		key = map[string]string{"semaphore": semaphoreKind.goName(key), "pool": poolKind.goName(key)}[k]
@@ -413,12 +409,12 @@ type entry struct {
 
 // add reports a problem of the entry, at its field key ("" for the entry).
 func (e entry) add(key, format string, args ...any) {
-	e.l.add(e.loc.locate(e.kind, e.shared, e.name, key), "%s %q: "+format, append([]any{section(e.kind, e.shared), e.name}, args...)...)
+	e.l.add(e.loc(e.kind, e.shared, e.name, key), "%s %q: "+format, append([]any{section(e.kind, e.shared), e.name}, args...)...)
 }
 
 // fail reports a problem of the field key, with its name as spelt first.
 func (e entry) fail(key, format string, args ...any) {
-	e.add(key, "%s "+format, append([]any{e.loc.locate(e.kind, e.shared, e.name, key).key}, args...)...)
+	e.add(key, "%s "+format, append([]any{e.loc(e.kind, e.shared, e.name, key).key}, args...)...)
 }
 
 // Resolved is a valid Config with its shared configurations' chains
@@ -447,7 +443,7 @@ func (c Config) Validate() error {
 // Resolve validates c and resolves its shared configurations.
 func Resolve(c Config) (*Resolved, error) {
 	var l errList
-	res := resolve(c, &l, goLocator{})
+	res := resolve(c, &l, goLocate)
 	if len(l.errs) > 0 {
 		return nil, l.err()
 	}
@@ -465,7 +461,7 @@ func resolve(c Config, l *errList, loc locator) *Resolved {
 func (r *Resolved) Semaphore(name string) (semaphore.Config, Extra, bool) {
 	s, ok := r.cfg.Semaphores[name]
 	s = semaphoreKind.instance(r.sem, s)
-	c, x := semaphoreKind.build(s)
+	c, x := semaphoreKind.config(s, false), extra(s)
 	if s.MaxConcurrentCallsPerKey != nil {
 		x.Keyed = &semaphore.KeyedConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxActiveKeys: *cmp.Or(s.MaxActiveKeys, new(0)),
 			PerKey: semaphore.Config{MaxConcurrentCalls: *s.MaxConcurrentCallsPerKey, MaxWaitDuration: c.MaxWaitDuration}}
@@ -477,7 +473,7 @@ func (r *Resolved) Semaphore(name string) (semaphore.Config, Extra, bool) {
 func (r *Resolved) Pool(name string) (pool.Config, Extra, bool) {
 	s, ok := r.cfg.Pools[name]
 	s = poolKind.instance(r.pool, s)
-	c, x := poolKind.build(s)
+	c, x := poolKind.config(s, false), extra(s)
 	if s.MaxRunningPerKey != nil || s.QueueCapacityPerKey != nil {
 		x.KeyedPool = &pool.KeyedConfig{Config: c, MaxRunningPerKey: *cmp.Or(s.MaxRunningPerKey, new(0)), QueueCapacityPerKey: *cmp.Or(s.QueueCapacityPerKey, new(0))}
 	}
@@ -499,7 +495,7 @@ func checkCore(s PoolSpec, c pool.Config, e entry) {
 	if s.CoreWorkers == nil || e.shared {
 		return
 	}
-	switch w, name := e.loc.locate("pool", false, e.name, "coreThreadPoolSize"), e.name; {
+	switch w, name := e.loc("pool", false, e.name, "coreThreadPoolSize"), e.name; {
 	case *s.CoreWorkers < 0 || *s.CoreWorkers > c.MaxWorkers:
 		e.fail("coreThreadPoolSize", "must be between 0 and maxThreadPoolSize (%d), got %d", c.MaxWorkers, *s.CoreWorkers)
 	case s.MaxWorkers == nil:
@@ -575,28 +571,21 @@ func (k *kind[S, C]) over(s, base S) S {
 	return s
 }
 
-// build turns a resolved spec into the bulkhead's config and extras.
-func (k *kind[S, C]) build(s S) (C, Extra) {
+// config is the bulkhead's Config a resolved spec gives, without the
+// fields checked on their own if skipOwn.
+func (k *kind[S, C]) config(s S, skipOwn bool) C {
 	c := k.defaults()
 	for _, f := range k.fields {
-		if f.apply != nil {
+		if f.apply != nil && (f.own == nil || !skipOwn) {
 			f.apply(s, &c)
 		}
 	}
-	_, buf, ad := s.common()
-	return c, Extra{Buffer: *cmp.Or(buf, new(defaultBuffer)), Adaptive: ad}
+	return c
 }
 
-// validWithout reports whether s's Config is valid without the fields
-// checked on their own (whose errors check reports).
-func (k *kind[S, C]) validWithout(s S) bool {
-	c := k.defaults()
-	for _, f := range k.fields {
-		if f.own == nil && f.apply != nil {
-			f.apply(s, &c)
-		}
-	}
-	return c.Validate() == nil
+func extra(s spec) Extra {
+	_, buf, ad := s.common()
+	return Extra{Buffer: *cmp.Or(buf, new(defaultBuffer)), Adaptive: ad}
 }
 
 // instance resolves an instance's spec (listed or not) over its base.
@@ -619,8 +608,7 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 	names := sync.OnceValue(func() string { return known(configs) }) // once: it sorts
 	res := k.resolve(configs, names, at)
 	for _, name := range slices.Sorted(maps.Keys(res)) {
-		c, _ := k.build(res[name])
-		final(res[name], c, at(true, name))
+		final(res[name], k.config(res[name], false), at(true, name))
 	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
 		s := instances[name]
@@ -634,8 +622,8 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 			}
 		}
 		full := k.instance(res, s)
-		c, _ := k.build(full)
-		if err := c.Validate(); err != nil && k.validWithout(full) {
+		c := k.config(full, false)
+		if err := c.Validate(); err != nil && k.config(full, true).Validate() == nil {
 			// The fields checked on their own are at fault together: point
 			// at the first of them the instance sets.
 			key := ""
@@ -674,7 +662,7 @@ func (k *kind[S, C]) check(s S, e entry) {
 		}
 		if err != nil {
 			msg := err.Error()
-			if key := e.loc.locate(k.name, e.shared, e.name, f.key).key; !strings.HasPrefix(normalize(msg), normalize(key)) {
+			if key := e.loc(k.name, e.shared, e.name, f.key).key; !strings.HasPrefix(normalize(msg), normalize(key)) {
 				msg = key + ": " + msg
 			}
 			e.add(f.key, "%s", msg)

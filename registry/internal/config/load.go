@@ -174,7 +174,7 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 		}
 		ld.l.add(where{}, "%s", msg)
 	}
-	resolve(ld.cfg, &ld.l, ld)
+	resolve(ld.cfg, &ld.l, ld.locate)
 	ld.cfg.Warnings = ld.l.warns
 	if len(ld.l.errs) > 0 {
 		return Config{}, ld.l.err()
