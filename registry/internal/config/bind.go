@@ -284,9 +284,8 @@ func (v *value) scalar(want string) (string, bool) {
 	return strings.TrimSpace(s), true
 }
 
-// expand resolves the placeholders ${NAME} and ${NAME:default} in s, from
-// the environment, then from the properties; stack holds the names being
-// resolved, to find cycles.
+// expand resolves ${NAME} and ${NAME:default} in s; stack holds the names
+// being resolved, to find cycles.
 func (ld *loader) expand(s string, stack []string) (string, error) {
 	var out strings.Builder
 	for {
@@ -328,9 +327,8 @@ func (ld *loader) expand(s string, stack []string) (string, error) {
 	return out.String(), nil
 }
 
-// lookup finds a placeholder's name as Spring does: an environment
-// variable (as written, or with dots as underscores and dashes dropped, in
-// upper case), then a property.
+// lookup finds a placeholder's name as Spring does: in the environment (as
+// written, or as NAME_WITH_UNDERSCORES), then in the properties.
 func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 	env := strings.NewReplacer(".", "_", "-", "").Replace(name)
 	for _, n := range []string{name, env, strings.ToUpper(env)} {

@@ -1,10 +1,7 @@
-// Package config is the registry's configuration: the typed Config, its
-// validation and inheritance, and a loader that reads Spring Boot files as
-// Spring's binder does. Every document and file becomes one ordered list of
-// properties (flattened key, value, file, line); profiles, placeholders and
-// precedence are resolved on that list, and the result is bound onto Config
-// with relaxed names. Package registry re-exports the types and documents
-// them.
+// Package config is the registry's Config, its validation and inheritance,
+// and a loader that reads Spring Boot files as Spring's binder does: one
+// ordered list of properties (flattened key, value, file, line) bound onto
+// Config with relaxed names. Package registry re-exports and documents it.
 package config
 
 import (
@@ -86,10 +83,8 @@ func (s PoolSpec) common() (string, *int, *adaptive.Config) {
 	return s.BaseConfig, s.EventBufferSize, s.Adaptive
 }
 
-// The keys of each kind, in the order error messages list them: a key is
-// one line here (and its Spec field). ptr binds a Spring key to a Spec field
-// and, if it has one, to the field of the bulkhead's Config it sets; aliases
-// follow. Keys inside a block are dotted ("adaptive.window").
+// The keys of each kind, one line each, in the order error messages list
+// them: Spring key, Spec field, parser, Spec field, Config field, aliases.
 var (
 	semaphoreKind = &kind[SemaphoreSpec, semaphore.Config]{name: "semaphore", defaults: semaphore.DefaultConfig, fields: withExtras(slices.Concat([]field[SemaphoreSpec, semaphore.Config]{
 		ptr("maxConcurrentCalls", "MaxConcurrentCalls", integer, func(s *SemaphoreSpec) **int { return &s.MaxConcurrentCalls }, func(c *semaphore.Config) *int { return &c.MaxConcurrentCalls }, "maxConcurrentCall"),
@@ -154,10 +149,8 @@ type configLine struct {
 	codel                 **bulkhead.CoDel
 }
 
-// lineKeys are the line's keys (this library's extensions), in the Spec
-// field line returns, set in the Config fields to returns. Their validity
-// depends on other fields (a wait, a queue), so each is checked on its own
-// (by its parser's check), and the instance's whole Config once resolved.
+// lineKeys are the line's keys. Their validity depends on other fields (a
+// wait, a queue): each is checked on its own, then the whole Config.
 func lineKeys[S, C any](line func(*S) *Line, to func(*C) configLine) []field[S, C] {
 	return append([]field[S, C]{
 		ptr("maxWaitingCalls", "MaxWaitingCalls", nonNegative(integer), func(s *S) **int { return &line(s).MaxWaitingCalls }, func(c *C) *int { return to(c).maxWaiting }),
@@ -189,10 +182,8 @@ func nonNegative[T int | time.Duration](p parser[T]) parser[T] {
 	return p
 }
 
-// block is a block of keys (adaptive, codel, priorities, shadow),
-// inherited whole, in the Spec field get returns and, if to is not nil,
-// copied whole to the Config field to returns; check, if not nil, checks
-// it on its own.
+// block is a block of keys, inherited whole, copied whole to the Config
+// field to returns if to is not nil; check, if not nil, checks it alone.
 func block[S, C, B any](key, goName string, get func(*S) **B, to func(*C) **B, check func(*B) error, keys []field[B, struct{}]) []field[S, C] {
 	in := func(s *S) *B {
 		*get(s) = cmp.Or(*get(s), new(B))
@@ -532,9 +523,8 @@ func checkKeyed(s SemaphoreSpec, _ semaphore.Config, e entry) {
 	}
 }
 
-// checkKeyedPool checks checkCore's key and those that make a pool keyed,
-// this library's extension; the bounds that depend on maxThreadPoolSize and
-// queueCapacity are checked on instances only.
+// checkKeyedPool checks checkCore's key and those that make a pool keyed;
+// bounds from maxThreadPoolSize and queueCapacity, on instances only.
 func checkKeyedPool(s PoolSpec, c pool.Config, e entry) {
 	checkCore(s, c, e)
 	fail, shared := e.fail, e.shared
@@ -639,9 +629,8 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 	return res
 }
 
-// check validates an entry's name and each of its fields on its own,
-// through the kind's Validate: the defaults are valid, so an error is the
-// field's.
+// check validates an entry's name and each field alone, through Validate:
+// the defaults are valid, so an error is the field's.
 func (k *kind[S, C]) check(s S, e entry) {
 	switch {
 	case strings.TrimSpace(e.name) == "":
@@ -687,10 +676,8 @@ func (k *kind[S, C]) check(s S, e entry) {
 	}
 }
 
-// resolve merges every shared configuration over its chain, each one once,
-// so that the work is linear in the number of configurations however long
-// the chains. Configurations on a cycle or naming an unknown base are
-// reported (a cycle once, at its first member) and left out.
+// resolve merges each shared configuration over its chain once (linear
+// work); one on a cycle or naming an unknown base is reported and left out.
 func (k *kind[S, C]) resolve(configs map[string]S, names func() string, at func(bool, string) entry) map[string]S {
 	res := make(map[string]S, len(configs))
 	const onPath, done = 1, 2

@@ -43,9 +43,8 @@ func withExtras(fs []field[SemaphoreSpec, semaphore.Config]) []field[SemaphoreSp
 		block("priorities", "Priorities", func(s *S) **bulkhead.Priorities { return &s.Extras.Priorities }, func(c *C) **bulkhead.Priorities { return &c.Priorities }, (*bulkhead.Priorities).Validate, priorityKeys))
 }
 
-// withPoolPriorities appends a pool's priorities keys, as withExtras does
-// the semaphore's, priorities.displace (Config.Displace), and the shadow
-// block's keys, spelt as the pool's own.
+// withPoolPriorities appends a pool's priorities (with displace) and shadow
+// keys, the shadow's spelt as the pool's own.
 func withPoolPriorities(fs []field[PoolSpec, pool.Config]) []field[PoolSpec, pool.Config] {
 	type S = PoolSpec
 	type C = pool.Config

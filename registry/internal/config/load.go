@@ -31,9 +31,8 @@ func Load(data []byte, file string, env Env) (Config, error) {
 }
 
 // LoadFile reads the file at path (YAML, or .properties by its extension)
-// and the profile files beside it (path's name with -{profile} before its
-// extension, in .yaml, .yml and .properties, later over earlier, as Spring
-// orders them). It returns the configuration and every file it read.
+// and its profile files beside it, in Spring's order, and returns every
+// file it read.
 func LoadFile(path string, env Env) (Config, []Source, error) {
 	ld := newLoader(env)
 	var srcs []Source
@@ -182,9 +181,8 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 	return ld.cfg, nil
 }
 
-// matches reports whether a Spring profile expression holds for the active
-// profiles: names, !, & and | (not mixed without parentheses), and commas
-// between alternatives.
+// matches reports whether a Spring profile expression (names, !, & and |
+// not mixed without parentheses, commas between alternatives) holds.
 func matches(expr string, active []string) (bool, error) {
 	any := false
 	for part := range strings.SplitSeq(expr, ",") {
