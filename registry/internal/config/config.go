@@ -617,10 +617,8 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 			// The fields checked on their own are at fault together: point
 			// at the first of them the instance sets.
 			key := ""
-			for _, f := range k.fields {
-				if tmp := k.defaults(); key == "" && f.own != nil && f.apply != nil && f.apply(s, &tmp) {
-					key = f.key
-				}
+			if i := slices.IndexFunc(k.fields, func(f field[S, C]) bool { c := k.defaults(); return f.own != nil && f.apply != nil && f.apply(s, &c) }); i >= 0 {
+				key = k.fields[i].key
 			}
 			at(false, name).add(key, "%s", err)
 		}
