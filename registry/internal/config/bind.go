@@ -168,10 +168,7 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 				blk = j
 			}
 		}
-		in := ""
-		if blk > 0 {
-			in = " in " + joinSegs(rest[:blk])
-		}
+		in := map[bool]string{true: " in " + joinSegs(rest[:blk])}[blk > 0]
 		p.fail(ld, at+3+blk, "%s: unknown key %q%s%s%s", what, rest[blk].name, origin(p), in, suggest(normalize(rest[blk].name), b.blocks[normSegs(rest[:blk])]))
 		return
 	}

@@ -145,23 +145,16 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 				ld.l.add(p.where(), "spring.profiles.active is not allowed in a profile-specific document or file (Spring refuses it too); set it in a document without spring.config.activate.on-profile")
 			}
 		}
-		ok, err := true, error(nil)
-		if d.profile != "" {
-			ok, err = matches(d.profile, profiles)
-		}
-		if err != nil {
-			ld.l.add(where{file: d.file, order: d.order, line: d.line, profile: d.profile}, "spring.config.activate.on-profile: %s", err)
-		}
-		if ok {
+		if ok, err := matches(d.profile, profiles); d.profile == "" || ok {
 			active = append(active, d)
+		} else if err != nil {
+			ld.l.add(where{file: d.file, order: d.order, line: d.line, profile: d.profile}, "spring.config.activate.on-profile: %s", err)
 		}
 	}
 	for _, d := range active {
 		for i := range d.props {
-			ld.props[normSegs(d.props[i].segs)] = &d.props[i] // later wins
+			ld.props[normSegs(d.props[i].segs)] = &d.props[i] // later wins; placeholders resolve in bind
 		}
-	}
-	for _, d := range active {
 		ld.bindDoc(d)
 	}
 	ld.cfg.SemaphoreConfigs, ld.cfg.Semaphores = ld.sem.bind(ld)
