@@ -42,8 +42,7 @@ func (ld *loader) locate(k string, shared bool, name, key string) where {
 	return ld.sem.locate(shared, name, key)
 }
 
-// bindDoc classifies the properties of an active document: each bulkhead
-// property becomes the value of one field of one entry.
+// bindDoc classifies each bulkhead property of an active document as a field of an entry.
 func (ld *loader) bindDoc(d *document) {
 	ld.sem.seen, ld.sem.conts = map[tkey]int{}, map[tkey]string{}
 	ld.pool.seen, ld.pool.conts = map[tkey]int{}, map[tkey]string{}
@@ -252,8 +251,7 @@ func (v *value) fail(format string, args ...any) {
 	v.ld.l.add(v.p.where(), "%s: %s "+format, append([]any{v.what, v.key}, args...)...)
 }
 
-// is reports whether the value is of kind, with an error if not: want
-// says what it must be.
+// is reports whether the value is of kind, with an error naming want if not.
 func (v *value) is(kind uint8, want string) bool {
 	switch {
 	case v.p.kind == kind:
@@ -347,8 +345,7 @@ func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 	return v, true, err
 }
 
-// parse reads v as p does, reporting false (and an error on v) if it
-// cannot.
+// parse reads v, reporting false (and an error on v) if it cannot.
 func (p parser[T]) parse(v *value) (T, bool) {
 	var x T
 	s, ok := v.scalar(p.want)

@@ -447,8 +447,7 @@ func resolve(c Config, l *errList, loc locator) *Resolved {
 		pool: poolKind.compile(c.PoolConfigs, c.Pools, l, loc, checkKeyedPool)}
 }
 
-// Semaphore returns what r gives the named semaphore, and whether r lists
-// it.
+// Semaphore returns what r gives the named semaphore, and whether r lists it.
 func (r *Resolved) Semaphore(name string) (semaphore.Config, Extra, bool) {
 	s, ok := r.cfg.Semaphores[name]
 	s = semaphoreKind.instance(r.sem, s)
@@ -720,12 +719,9 @@ func (k *kind[S, C]) resolve(configs map[string]S, names func() string, at func(
 }
 
 func known[S any](configs map[string]S) string {
-	if len(configs) == 0 {
-		return "none"
-	}
 	keys := slices.Sorted(maps.Keys(configs))
 	if len(keys) > maxReportedName {
 		keys = append(keys[:maxReportedName], "...")
 	}
-	return strings.Join(keys, ", ")
+	return map[bool]string{true: "none", false: strings.Join(keys, ", ")}[len(keys) == 0]
 }
