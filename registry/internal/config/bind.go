@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/semaphore"
@@ -18,7 +19,6 @@ type loader struct {
 	env    Env
 	cfg    Config
 	props  map[string]*prop // the active properties by normalized key, later over earlier
-	pos    map[posKey]where // where each entry and field was set
 	hint   string           // a top-level key that looks like a misspelt resilience4j
 	typos  map[string]bool  // misspelt sections reported
 	budget int              // bytes placeholders may still produce
@@ -26,37 +26,23 @@ type loader struct {
 	pool   *binder[PoolSpec, pool.Config]
 }
 
-type posKey struct {
-	kind      string
-	shared    bool
-	name, key string
-}
-
 func newLoader(env Env) *loader {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	return &loader{env: env, props: map[string]*prop{}, pos: map[posKey]where{}, typos: map[string]bool{},
+	return &loader{env: env, props: map[string]*prop{}, typos: map[string]bool{},
 		budget: MaxFileSize, sem: newBinder(semaphoreKind), pool: newBinder(poolKind)}
 }
 
-// locate implements locator with the positions recorded while binding.
+// locate tells where an entry's field was set.
 func (ld *loader) locate(k string, shared bool, name, key string) where {
-	if w, ok := ld.pos[posKey{k, shared, name, key}]; ok {
-		return w
+	if k == "pool" {
+		return ld.pool.locate(shared, name, key)
 	}
-	if block, _, ok := strings.Cut(key, "."); ok { // a key inside a block
-		return ld.locate(k, shared, name, block)
-	}
-	w := ld.pos[posKey{k, shared, name, ""}] // every entry read has one
-	if key != "" {
-		w.path, w.key = w.path+"."+key, key
-	}
-	return w
+	return ld.sem.locate(shared, name, key)
 }
 
-// bindDoc classifies the properties of an active document: each bulkhead
-// property becomes the value of one field of one entry.
+// bindDoc classifies each bulkhead property of an active document as a field of an entry.
 func (ld *loader) bindDoc(d *document) {
 	ld.sem.seen, ld.sem.conts = map[tkey]int{}, map[tkey]string{}
 	ld.pool.seen, ld.pool.conts = map[tkey]int{}, map[tkey]string{}
@@ -157,16 +143,15 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 	}
 	name, rest := segs[at+2].name, segs[at+3:]
 	what := fmt.Sprintf("%s %q", section(b.k.name, shared), name)
-	entry, pk := tkey{shared, name, -1}, posKey{b.k.name, shared, name, ""}
+	entry := tkey{shared, name, -1}
 	if prev, ok := b.conts[entry]; ok && prev != normalize(segs[at+1].name) {
-		p.fail(ld, at+2, "%s is given twice (first at line %d)", what, ld.pos[pk].line)
+		p.fail(ld, at+2, "%s is given twice (first at line %d)", what, b.locate(shared, name, "").line)
 		return
 	}
 	b.conts[entry] = normalize(segs[at+1].name)
-	if _, ok := ld.pos[pk]; !ok {
-		ld.pos[pk] = p.at(at + 2)
+	if _, ok := b.win[entry]; !ok {
+		b.set(entry, p) // the entry's first property: where it is
 	}
-	b.set(entry, p)
 	if !mapping(at+2, what) {
 		return
 	}
@@ -182,10 +167,7 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 				blk = j
 			}
 		}
-		in := ""
-		if blk > 0 {
-			in = " in " + joinSegs(rest[:blk])
-		}
+		in := map[bool]string{true: " in " + joinSegs(rest[:blk])}[blk > 0]
 		p.fail(ld, at+3+blk, "%s: unknown key %q%s%s%s", what, rest[blk].name, origin(p), in, suggest(normalize(rest[blk].name), b.blocks[normSegs(rest[:blk])]))
 		return
 	}
@@ -202,6 +184,28 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 	}
 }
 
+// locate tells where an entry's field was set: at the property that won
+// it, or else in its block, or in the entry, from the entry's first property.
+func (b *binder[S, C]) locate(shared bool, name, key string) where {
+	i := slices.IndexFunc(b.k.fields, func(f field[S, C]) bool { return f.key == key })
+	if p, ok := b.win[tkey{shared, name, i}]; ok && i >= 0 {
+		w := p.where()
+		w.key = joinSegs(p.segs[len(p.segs)-strings.Count(key, ".")-1:])
+		return w
+	}
+	if block, _, ok := strings.Cut(key, "."); ok {
+		return b.locate(shared, name, block)
+	}
+	var w where
+	if p := b.win[tkey{shared, name, -1}]; p != nil { // the section, configs, the name
+		w = p.at(map[bool]int{true: 3, false: 2}[normalize(p.segs[0].name) == "resilience4j"])
+	}
+	if key != "" {
+		w.path, w.key = w.path+"."+key, key
+	}
+	return w
+}
+
 func (b *binder[S, C]) set(t tkey, p *prop) {
 	if _, ok := b.win[t]; !ok {
 		b.order = append(b.order, t)
@@ -210,53 +214,30 @@ func (b *binder[S, C]) set(t tkey, p *prop) {
 }
 
 func origin(p *prop) string {
-	if p.merged {
-		return " (brought in by a merge key <<)"
-	}
-	return ""
+	return map[bool]string{true: " (brought in by a merge key <<)"}[p.merged]
 }
 
 // bind sets every field from the property that won it.
 func (b *binder[S, C]) bind(ld *loader) (configs, instances map[string]S) {
-	specs := map[bool]map[string]*S{true: {}, false: {}}
+	specs := map[bool]map[string]S{}
 	for _, t := range b.order {
+		if specs[t.shared] == nil {
+			specs[t.shared] = map[string]S{}
+		}
 		s := specs[t.shared][t.name]
-		if s == nil {
-			s = new(S)
-			specs[t.shared][t.name] = s
+		if t.field >= 0 {
+			p, f := b.win[t], b.k.fields[t.field]
+			w := b.locate(t.shared, t.name, f.key)
+			v := &value{ld: ld, p: p, what: fmt.Sprintf("%s %q", section(b.k.name, t.shared), t.name), key: w.key}
+			if f.want == "" && p.kind == null { // a block as a whole: adaptive: {}
+				v.fail("has no value; give a mapping (%s: {} for every default) or remove the key", w.key)
+			} else if f.want != "" || v.is(emptyMap, "a mapping of keys to values") {
+				f.set(&s, v)
+			}
 		}
-		if t.field < 0 {
-			continue
-		}
-		p, f := b.win[t], b.k.fields[t.field]
-		w := p.where()
-		w.key = joinSegs(p.segs[len(p.segs)-strings.Count(f.key, ".")-1:])
-		ld.pos[posKey{b.k.name, t.shared, t.name, f.key}] = w
-		v := &value{ld: ld, p: p, what: fmt.Sprintf("%s %q", section(b.k.name, t.shared), t.name), key: w.key}
-		switch {
-		case f.want != "":
-			f.set(s, v)
-		case p.kind == null: // a block as a whole: adaptive: {}
-			v.fail("has no value; give a mapping (%s: {} for every default) or remove the key", w.key)
-		case p.kind == emptyList:
-			v.fail("must be a mapping of keys to values, got a list")
-		case p.kind == scalar:
-			v.fail("must be a mapping of keys to values, got %q", p.value)
-		default:
-			f.set(s, v)
-		}
+		specs[t.shared][t.name] = s
 	}
-	out := func(m map[string]*S) map[string]S {
-		if len(m) == 0 {
-			return nil
-		}
-		r := make(map[string]S, len(m))
-		for k, v := range m {
-			r[k] = *v
-		}
-		return r
-	}
-	return out(specs[true]), out(specs[false])
+	return specs[true], specs[false]
 }
 
 // value is a property's value, read with errors that name it.
@@ -270,29 +251,36 @@ func (v *value) fail(format string, args ...any) {
 	v.ld.l.add(v.p.where(), "%s: %s "+format, append([]any{v.what, v.key}, args...)...)
 }
 
-// scalar returns the value with its placeholders resolved.
-func (v *value) scalar(want string) (string, bool) {
-	switch v.p.kind {
-	case null:
+// is reports whether the value is of kind, with an error naming want if not.
+func (v *value) is(kind uint8, want string) bool {
+	switch {
+	case v.p.kind == kind:
+		return true
+	case v.p.kind == null:
 		v.fail("has no value; give %s or remove the key", want)
-	case emptyMap:
-		v.fail("must be %s, got a mapping", want)
-	case emptyList:
-		v.fail("must be %s, got a list", want)
+	case v.p.kind == scalar:
+		v.fail("must be %s, got %q", want, v.p.value)
 	default:
-		s, err := v.ld.expand(v.p.value, []string{joinSegs(v.p.segs)})
-		if err != nil {
-			v.fail("%s", err)
-			return "", false
-		}
-		return strings.TrimSpace(s), true
+		v.fail("must be %s, got %s", want, map[bool]string{true: "a mapping", false: "a list"}[v.p.kind == emptyMap])
 	}
-	return "", false
+	return false
 }
 
-// expand resolves the placeholders ${NAME} and ${NAME:default} in s, from
-// the environment, then from the properties; stack holds the names being
-// resolved, to find cycles.
+// scalar returns the value with its placeholders resolved.
+func (v *value) scalar(want string) (string, bool) {
+	if !v.is(scalar, want) {
+		return "", false
+	}
+	s, err := v.ld.expand(v.p.value, []string{joinSegs(v.p.segs)})
+	if err != nil {
+		v.fail("%s", err)
+		return "", false
+	}
+	return strings.TrimSpace(s), true
+}
+
+// expand resolves ${NAME} and ${NAME:default} in s; stack holds the names
+// being resolved, to find cycles.
 func (ld *loader) expand(s string, stack []string) (string, error) {
 	var out strings.Builder
 	for {
@@ -334,9 +322,8 @@ func (ld *loader) expand(s string, stack []string) (string, error) {
 	return out.String(), nil
 }
 
-// lookup finds a placeholder's name as Spring does: an environment
-// variable (as written, or with dots as underscores and dashes dropped, in
-// upper case), then a property.
+// lookup finds a placeholder's name as Spring does: in the environment (as
+// written, or as NAME_WITH_UNDERSCORES), then in the properties.
 func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 	env := strings.NewReplacer(".", "_", "-", "").Replace(name)
 	for _, n := range []string{name, env, strings.ToUpper(env)} {
@@ -358,53 +345,53 @@ func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 	return v, true, err
 }
 
-// parse makes a parser from a strconv-like function; bad tells what a
-// value it refuses is, given the error.
-func parse[T any](want string, read func(string) (T, error), bad func(s string, err error) string) parser[T] {
-	return parser[T]{want: want, parse: func(v *value) (T, bool) {
-		var x T
-		s, ok := v.scalar(want)
-		if !ok {
-			return x, false
-		}
-		x, err := read(s)
-		if err != nil {
-			v.fail("%s", bad(s, err))
-		}
-		return x, err == nil
-	}}
+// parse reads v, reporting false (and an error on v) if it cannot.
+func (p parser[T]) parse(v *value) (T, bool) {
+	var x T
+	s, ok := v.scalar(p.want)
+	if !ok {
+		return x, false
+	}
+	x, bad := p.read(s)
+	if bad != "" {
+		v.fail("%s", bad)
+	}
+	return x, bad == ""
 }
 
+// bad is why a value is refused if err is not nil.
+func bad(err error, why string) string { return map[bool]string{true: why}[err != nil] }
+
 var (
-	integer = parse("an integer", func(s string) (int, error) {
+	integer = parser[int]{want: "an integer", read: func(s string) (int, string) {
 		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 32)
-		return int(n), err
-	}, func(s string, err error) string {
 		if errors.Is(err, strconv.ErrRange) {
-			return "is out of range, got " + s
+			return 0, "is out of range, got " + s
 		}
-		return fmt.Sprintf("must be an integer, got %q", s)
-	})
-	duration = parse("a duration", parseDuration, func(s string, err error) string {
+		return int(n), bad(err, fmt.Sprintf("must be an integer, got %q", s))
+	}}
+	duration = parser[time.Duration]{want: "a duration", read: func(s string) (time.Duration, string) {
+		d, err := parseDuration(s)
 		if errors.Is(err, errRange) {
-			return fmt.Sprintf("is out of range, got %q (the largest duration is about 292 years)", s)
+			return 0, fmt.Sprintf("is out of range, got %q (the largest duration is about 292 years)", s)
 		}
-		return fmt.Sprintf("must be a duration such as 500ms, 2s, PT2S or a number of milliseconds, got %q", s)
-	})
-	number = parse("a number", func(s string) (float64, error) {
+		return d, bad(err, fmt.Sprintf("must be a duration such as 500ms, 2s, PT2S or a number of milliseconds, got %q", s))
+	}}
+	number = parser[float64]{want: "a number", read: func(s string) (float64, string) {
 		f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
 		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
 			err = errRange
 		}
-		return f, err
-	}, func(s string, _ error) string { return fmt.Sprintf("must be a finite number, got %q", s) })
-	str     = parse("a string", func(s string) (string, error) { return s, nil }, nil)
-	boolean = parse("true or false", func(s string) (bool, error) {
-		if b, err := strconv.ParseBool(strings.ToLower(s)); err == nil && len(s) >= 4 { // not 1, 0, t or f
-			return b, nil
+		return f, bad(err, fmt.Sprintf("must be a finite number, got %q", s))
+	}}
+	str     = parser[string]{want: "a string", read: func(s string) (string, string) { return s, "" }}
+	boolean = parser[bool]{want: "true or false", read: func(s string) (bool, string) {
+		b, err := strconv.ParseBool(strings.ToLower(s))
+		if len(s) < 4 { // not 1, 0, t or f
+			err = strconv.ErrSyntax
 		}
-		return false, strconv.ErrSyntax
-	}, func(s string, _ error) string { return fmt.Sprintf("must be true or false, got %q", s) })
+		return b, bad(err, fmt.Sprintf("must be true or false, got %q", s))
+	}}
 )
 
 // suggest returns ` (did you mean "x"?)` for the known key nearest to nk,

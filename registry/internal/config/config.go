@@ -1,10 +1,7 @@
-// Package config is the registry's configuration: the typed Config, its
-// validation and inheritance, and a loader that reads Spring Boot files as
-// Spring's binder does. Every document and file becomes one ordered list of
-// properties (flattened key, value, file, line); profiles, placeholders and
-// precedence are resolved on that list, and the result is bound onto Config
-// with relaxed names. Package registry re-exports the types and documents
-// them.
+// Package config is the registry's Config, its validation and inheritance,
+// and a loader that reads Spring Boot files as Spring's binder does: one
+// ordered list of properties (flattened key, value, file, line) bound onto
+// Config with relaxed names. Package registry re-exports and documents it.
 package config
 
 import (
@@ -86,10 +83,8 @@ func (s PoolSpec) common() (string, *int, *adaptive.Config) {
 	return s.BaseConfig, s.EventBufferSize, s.Adaptive
 }
 
-// The keys of each kind, in the order error messages list them: a key is
-// one line here (and its Spec field). ptr binds a Spring key to a Spec field
-// and, if it has one, to the field of the bulkhead's Config it sets; aliases
-// follow. Keys inside a block are dotted ("adaptive.window").
+// The keys of each kind, one line each, in the order error messages list
+// them: Spring key, Spec field, parser, Spec field, Config field, aliases.
 var (
 	semaphoreKind = &kind[SemaphoreSpec, semaphore.Config]{name: "semaphore", defaults: semaphore.DefaultConfig, fields: withExtras(slices.Concat([]field[SemaphoreSpec, semaphore.Config]{
 		ptr("maxConcurrentCalls", "MaxConcurrentCalls", integer, func(s *SemaphoreSpec) **int { return &s.MaxConcurrentCalls }, func(c *semaphore.Config) *int { return &c.MaxConcurrentCalls }, "maxConcurrentCall"),
@@ -154,10 +149,8 @@ type configLine struct {
 	codel                 **bulkhead.CoDel
 }
 
-// lineKeys are the line's keys (this library's extensions), in the Spec
-// field line returns, set in the Config fields to returns. Their validity
-// depends on other fields (a wait, a queue), so each is checked on its own
-// (by its parser's check), and the instance's whole Config once resolved.
+// lineKeys are the line's keys. Their validity depends on other fields (a
+// wait, a queue): each is checked on its own, then the whole Config.
 func lineKeys[S, C any](line func(*S) *Line, to func(*C) configLine) []field[S, C] {
 	return append([]field[S, C]{
 		ptr("maxWaitingCalls", "MaxWaitingCalls", nonNegative(integer), func(s *S) **int { return &line(s).MaxWaitingCalls }, func(c *C) *int { return to(c).maxWaiting }),
@@ -169,17 +162,13 @@ func lineKeys[S, C any](line func(*S) *Line, to func(*C) configLine) []field[S, 
 
 // queueOrder reads fifo, lifo or adaptiveLifo, in any case; it admits only
 // valid orders, so its check has nothing to refuse.
-var queueOrder = parser[bulkhead.QueueOrder]{"fifo, lifo or adaptiveLifo", func(v *value) (bulkhead.QueueOrder, bool) {
-	s, ok := v.scalar("fifo, lifo or adaptiveLifo")
-	for o := bulkhead.FIFO; ok && o <= bulkhead.AdaptiveLIFO; o++ {
+var queueOrder = parser[bulkhead.QueueOrder]{"fifo, lifo or adaptiveLifo", func(s string) (bulkhead.QueueOrder, string) {
+	for o := bulkhead.FIFO; o <= bulkhead.AdaptiveLIFO; o++ {
 		if strings.EqualFold(strings.ReplaceAll(s, "-", ""), o.String()) {
-			return o, true
+			return o, ""
 		}
 	}
-	if ok {
-		v.fail("must be fifo, lifo or adaptiveLifo, got %q", s)
-	}
-	return 0, false
+	return 0, fmt.Sprintf("must be fifo, lifo or adaptiveLifo, got %q", s)
 }, func(string, bulkhead.QueueOrder) error { return nil }}
 
 // nonNegative is p with a check on its own that refuses a negative value.
@@ -193,14 +182,11 @@ func nonNegative[T int | time.Duration](p parser[T]) parser[T] {
 	return p
 }
 
-// block is a block of keys (adaptive, codel), inherited whole, in the Spec
-// field get returns and, if to is not nil, copied to the Config field to
-// returns and checked on its own by check.
+// block is a block of keys, inherited whole, copied whole to the Config
+// field to returns if to is not nil; check, if not nil, checks it alone.
 func block[S, C, B any](key, goName string, get func(*S) **B, to func(*C) **B, check func(*B) error, keys []field[B, struct{}]) []field[S, C] {
 	in := func(s *S) *B {
-		if *get(s) == nil {
-			*get(s) = new(B)
-		}
+		*get(s) = cmp.Or(*get(s), new(B))
 		return *get(s)
 	}
 	f := field[S, C]{key: key, goName: goName, set: func(s *S, v *value) { in(s) },
@@ -208,11 +194,12 @@ func block[S, C, B any](key, goName string, get func(*S) **B, to func(*C) **B, c
 	if to != nil {
 		f.apply = func(s S, c *C) bool {
 			if b := *get(&s); b != nil {
-				x := *b
-				*to(c) = &x
+				*to(c) = new(*b)
 			}
 			return *get(&s) != nil
 		}
+	}
+	if check != nil {
 		f.own = func(s S) error {
 			if b := *get(&s); b != nil {
 				return check(b)
@@ -222,7 +209,11 @@ func block[S, C, B any](key, goName string, get func(*S) **B, to func(*C) **B, c
 	}
 	fs := []field[S, C]{f}
 	for _, k := range keys {
-		fs = append(fs, field[S, C]{key: key + "." + k.key, goName: goName, want: k.want, set: func(s *S, v *value) { k.set(in(s), v) }})
+		var alias []string
+		for _, a := range k.alias {
+			alias = append(alias, key+"."+a)
+		}
+		fs = append(fs, field[S, C]{key: key + "." + k.key, goName: goName, alias: alias, want: k.want, set: func(s *S, v *value) { k.set(in(s), v) }})
 	}
 	return fs
 }
@@ -253,11 +244,11 @@ type field[S, C any] struct {
 	own     func(s S) error      // if set, checks the value alone; the whole Config is checked once resolved
 }
 
-// parser reads a value as T, reporting false (and an error on v) if it
-// cannot; check, if set, checks a value on its own (see field.own).
+// parser reads a scalar as T, or says why it refuses it; check, if set,
+// checks a value on its own (see field.own).
 type parser[T any] struct {
 	want  string
-	parse func(*value) (T, bool)
+	read  func(s string) (T, string) // the value, or why it is refused
 	check func(key string, x T) error
 }
 
@@ -290,8 +281,8 @@ func ptr[S, C, T any](key, goName string, p parser[T], get func(*S) **T, to func
 }
 
 // leaf is a key of a block, set in place.
-func leaf[B, T any](key string, p parser[T], get func(*B) *T) field[B, struct{}] {
-	return field[B, struct{}]{key: key, want: p.want, set: func(b *B, v *value) {
+func leaf[B, T any](key string, p parser[T], get func(*B) *T, alias ...string) field[B, struct{}] {
+	return field[B, struct{}]{key: key, alias: alias, want: p.want, set: func(b *B, v *value) {
 		if x, ok := p.parse(v); ok {
 			*get(b) = x
 		}
@@ -319,24 +310,20 @@ type Error struct {
 
 // Error returns the message with its file, line, path and profile.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("registry: ")
-	switch {
-	case e.File != "" && e.Line > 0:
-		b.WriteString(e.File + ":" + strconv.Itoa(e.Line) + ": ")
-	case e.File != "":
-		b.WriteString(e.File + ": ")
-	case e.Line > 0:
-		b.WriteString("line " + strconv.Itoa(e.Line) + ": ")
+	s := "registry: "
+	if e.Line > 0 {
+		s += cmp.Or(e.File, "line") + map[bool]string{true: ":", false: " "}[e.File != ""] + strconv.Itoa(e.Line) + ": "
+	} else if e.File != "" {
+		s += e.File + ": "
 	}
-	b.WriteString(e.Msg)
+	s += e.Msg
 	if e.Path != "" {
-		b.WriteString(" (at " + e.Path + ")")
+		s += " (at " + e.Path + ")"
 	}
 	if e.Profile != "" {
-		b.WriteString(" (in the document for profile " + strconv.Quote(e.Profile) + ")")
+		s += " (in the document for profile " + strconv.Quote(e.Profile) + ")"
 	}
-	return b.String()
+	return s
 }
 
 const (
@@ -386,14 +373,10 @@ func (l *errList) err() error {
 
 // locator tells where an entry's field came from: key is the field's
 // Spring key, "" for the entry itself.
-type locator interface {
-	locate(k string, shared bool, name, key string) where
-}
+type locator func(k string, shared bool, name, key string) where
 
-// goLocator describes values built in code: Pools["mail"].KeepAlive.
-type goLocator struct{}
-
-func (goLocator) locate(k string, shared bool, name, key string) where {
+// goLocate describes values built in code: Pools["mail"].KeepAlive.
+func goLocate(k string, shared bool, name, key string) where {
 	p := map[string]string{"semaphore": "Semaphore", "pool": "Pool"}[k] + map[bool]string{true: "Configs", false: "s"}[shared] + "[" + strconv.Quote(name) + "]"
 	if key != "" {
 		key = map[string]string{"semaphore": semaphoreKind.goName(key), "pool": poolKind.goName(key)}[k]
@@ -404,6 +387,25 @@ func (goLocator) locate(k string, shared bool, name, key string) where {
 
 func section(k string, shared bool) string {
 	return k + map[bool]string{true: " config", false: " instance"}[shared]
+}
+
+// entry is an entry being checked, for its errors.
+type entry struct {
+	l      *errList
+	loc    locator
+	kind   string
+	shared bool
+	name   string
+}
+
+// add reports a problem of the entry, at its field key ("" for the entry).
+func (e entry) add(key, format string, args ...any) {
+	e.l.add(e.loc(e.kind, e.shared, e.name, key), "%s %q: "+format, append([]any{section(e.kind, e.shared), e.name}, args...)...)
+}
+
+// fail reports a problem of the field key, with its name as spelt first.
+func (e entry) fail(key, format string, args ...any) {
+	e.add(key, "%s "+format, append([]any{e.loc(e.kind, e.shared, e.name, key).key}, args...)...)
 }
 
 // Resolved is a valid Config with its shared configurations' chains
@@ -432,7 +434,7 @@ func (c Config) Validate() error {
 // Resolve validates c and resolves its shared configurations.
 func Resolve(c Config) (*Resolved, error) {
 	var l errList
-	res := resolve(c, &l, goLocator{})
+	res := resolve(c, &l, goLocate)
 	if len(l.errs) > 0 {
 		return nil, l.err()
 	}
@@ -445,12 +447,11 @@ func resolve(c Config, l *errList, loc locator) *Resolved {
 		pool: poolKind.compile(c.PoolConfigs, c.Pools, l, loc, checkKeyedPool)}
 }
 
-// Semaphore returns what r gives the named semaphore, and whether r lists
-// it.
+// Semaphore returns what r gives the named semaphore, and whether r lists it.
 func (r *Resolved) Semaphore(name string) (semaphore.Config, Extra, bool) {
 	s, ok := r.cfg.Semaphores[name]
 	s = semaphoreKind.instance(r.sem, s)
-	c, x := semaphoreKind.build(s)
+	c, x := semaphoreKind.config(s, false), extra(s)
 	if s.MaxConcurrentCallsPerKey != nil {
 		x.Keyed = &semaphore.KeyedConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, MaxActiveKeys: *cmp.Or(s.MaxActiveKeys, new(0)),
 			PerKey: semaphore.Config{MaxConcurrentCalls: *s.MaxConcurrentCallsPerKey, MaxWaitDuration: c.MaxWaitDuration}}
@@ -462,7 +463,7 @@ func (r *Resolved) Semaphore(name string) (semaphore.Config, Extra, bool) {
 func (r *Resolved) Pool(name string) (pool.Config, Extra, bool) {
 	s, ok := r.cfg.Pools[name]
 	s = poolKind.instance(r.pool, s)
-	c, x := poolKind.build(s)
+	c, x := poolKind.config(s, false), extra(s)
 	if s.MaxRunningPerKey != nil || s.QueueCapacityPerKey != nil {
 		x.KeyedPool = &pool.KeyedConfig{Config: c, MaxRunningPerKey: *cmp.Or(s.MaxRunningPerKey, new(0)), QueueCapacityPerKey: *cmp.Or(s.QueueCapacityPerKey, new(0))}
 	}
@@ -480,16 +481,15 @@ func (r *Resolved) Config() Config { return r.cfg }
 
 // checkCore refuses a core size above the maximum, as Spring does; a core
 // size alone has no effect here, which Load reports as a warning.
-func checkCore(s PoolSpec, c pool.Config, l *errList, loc locator, shared bool, name string) {
-	if s.CoreWorkers == nil || shared {
+func checkCore(s PoolSpec, c pool.Config, e entry) {
+	if s.CoreWorkers == nil || e.shared {
 		return
 	}
-	w := loc.locate("pool", false, name, "coreThreadPoolSize")
-	switch {
+	switch w, name := e.loc("pool", false, e.name, "coreThreadPoolSize"), e.name; {
 	case *s.CoreWorkers < 0 || *s.CoreWorkers > c.MaxWorkers:
-		l.add(w, "pool instance %q: %s must be between 0 and maxThreadPoolSize (%d), got %d", name, w.key, c.MaxWorkers, *s.CoreWorkers)
+		e.fail("coreThreadPoolSize", "must be between 0 and maxThreadPoolSize (%d), got %d", c.MaxWorkers, *s.CoreWorkers)
 	case s.MaxWorkers == nil:
-		l.warns = append(l.warns, fmt.Sprintf("pool instance %q: %s %d has no effect: a Go pool starts workers on demand up to maxThreadPoolSize, which is unset here and defaults to %d (GOMAXPROCS) (at %s)",
+		e.l.warns = append(e.l.warns, fmt.Sprintf("pool instance %q: %s %d has no effect: a Go pool starts workers on demand up to maxThreadPoolSize, which is unset here and defaults to %d (GOMAXPROCS) (at %s)",
 			name, w.key, *s.CoreWorkers, c.MaxWorkers, w.path))
 	}
 }
@@ -503,11 +503,8 @@ func (k *kind[S, C]) goName(key string) string {
 
 // checkKeyed checks the keys that make a semaphore keyed, this library's
 // extension: maxConcurrentCalls is then the total.
-func checkKeyed(s SemaphoreSpec, _ semaphore.Config, l *errList, loc locator, shared bool, name string) {
-	fail := func(key, format string, args ...any) {
-		w := loc.locate("semaphore", shared, name, key)
-		l.add(w, "%s %q: %s "+format, append([]any{section("semaphore", shared), name, w.key}, args...)...)
-	}
+func checkKeyed(s SemaphoreSpec, _ semaphore.Config, e entry) {
+	fail := e.fail
 	switch per := s.MaxConcurrentCallsPerKey; {
 	case per == nil && s.MaxActiveKeys != nil:
 		fail("maxActiveKeys", "has no effect without maxConcurrentCallsPerKey")
@@ -525,15 +522,11 @@ func checkKeyed(s SemaphoreSpec, _ semaphore.Config, l *errList, loc locator, sh
 	}
 }
 
-// checkKeyedPool checks checkCore's key and those that make a pool keyed,
-// this library's extension; the bounds that depend on maxThreadPoolSize and
-// queueCapacity are checked on instances only.
-func checkKeyedPool(s PoolSpec, c pool.Config, l *errList, loc locator, shared bool, name string) {
-	checkCore(s, c, l, loc, shared, name)
-	fail := func(key, format string, args ...any) {
-		w := loc.locate("pool", shared, name, key)
-		l.add(w, "%s %q: %s "+format, append([]any{section("pool", shared), name, w.key}, args...)...)
-	}
+// checkKeyedPool checks checkCore's key and those that make a pool keyed;
+// bounds from maxThreadPoolSize and queueCapacity, on instances only.
+func checkKeyedPool(s PoolSpec, c pool.Config, e entry) {
+	checkCore(s, c, e)
+	fail, shared := e.fail, e.shared
 	run, queue := s.MaxRunningPerKey, s.QueueCapacityPerKey
 	const which = "a keyed pool (one with maxRunningPerKey or queueCapacityPerKey)"
 	switch {
@@ -567,28 +560,21 @@ func (k *kind[S, C]) over(s, base S) S {
 	return s
 }
 
-// build turns a resolved spec into the bulkhead's config and extras.
-func (k *kind[S, C]) build(s S) (C, Extra) {
+// config is the bulkhead's Config a resolved spec gives, without the
+// fields checked on their own if skipOwn.
+func (k *kind[S, C]) config(s S, skipOwn bool) C {
 	c := k.defaults()
 	for _, f := range k.fields {
-		if f.apply != nil {
+		if f.apply != nil && (f.own == nil || !skipOwn) {
 			f.apply(s, &c)
 		}
 	}
-	_, buf, ad := s.common()
-	return c, Extra{Buffer: *cmp.Or(buf, new(defaultBuffer)), Adaptive: ad}
+	return c
 }
 
-// validWithout reports whether s's Config is valid without the fields
-// checked on their own (whose errors check reports).
-func (k *kind[S, C]) validWithout(s S) bool {
-	c := k.defaults()
-	for _, f := range k.fields {
-		if f.own == nil && f.apply != nil {
-			f.apply(s, &c)
-		}
-	}
-	return c.Validate() == nil
+func extra(s spec) Extra {
+	_, buf, ad := s.common()
+	return Extra{Buffer: *cmp.Or(buf, new(defaultBuffer)), Adaptive: ad}
 }
 
 // instance resolves an instance's spec (listed or not) over its base.
@@ -600,25 +586,24 @@ func (k *kind[S, C]) instance(res map[string]S, s S) S {
 	return s
 }
 
-func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc locator, final func(S, C, *errList, locator, bool, string)) map[string]S {
+func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc locator, final func(S, C, entry)) map[string]S {
+	at := func(shared bool, name string) entry { return entry{l, loc, k.name, shared, name} }
 	for _, name := range slices.Sorted(maps.Keys(configs)) {
-		k.check(configs[name], l, loc, true, name)
+		k.check(configs[name], at(true, name))
 	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
-		k.check(instances[name], l, loc, false, name)
+		k.check(instances[name], at(false, name))
 	}
 	names := sync.OnceValue(func() string { return known(configs) }) // once: it sorts
-	res := k.resolve(configs, names, l, loc)
+	res := k.resolve(configs, names, at)
 	for _, name := range slices.Sorted(maps.Keys(res)) {
-		c, _ := k.build(res[name])
-		final(res[name], c, l, loc, true, name)
+		final(res[name], k.config(res[name], false), at(true, name))
 	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
 		s := instances[name]
 		if b, _, _ := s.common(); b != "" {
 			if _, ok := configs[b]; !ok {
-				w := loc.locate(k.name, false, name, "baseConfig")
-				l.add(w, "%s %q: %s names %q, which is not a known config (known: %s)", section(k.name, false), name, w.key, b, names())
+				at(false, name).fail("baseConfig", "names %q, which is not a known config (known: %s)", b, names())
 				continue
 			}
 			if _, ok := res[b]; !ok {
@@ -626,33 +611,29 @@ func (k *kind[S, C]) compile(configs, instances map[string]S, l *errList, loc lo
 			}
 		}
 		full := k.instance(res, s)
-		c, _ := k.build(full)
-		if err := c.Validate(); err != nil && k.validWithout(full) {
+		c := k.config(full, false)
+		if err := c.Validate(); err != nil && k.config(full, true).Validate() == nil {
 			// The fields checked on their own are at fault together: point
 			// at the first of them the instance sets.
 			key := ""
-			for _, f := range k.fields {
-				if tmp := k.defaults(); key == "" && f.own != nil && f.apply != nil && f.apply(s, &tmp) {
-					key = f.key
-				}
+			if i := slices.IndexFunc(k.fields, func(f field[S, C]) bool { c := k.defaults(); return f.own != nil && f.apply != nil && f.apply(s, &c) }); i >= 0 {
+				key = k.fields[i].key
 			}
-			l.add(loc.locate(k.name, false, name, key), "%s %q: %s", section(k.name, false), name, err)
+			at(false, name).add(key, "%s", err)
 		}
-		final(full, c, l, loc, false, name)
+		final(full, c, at(false, name))
 	}
 	return res
 }
 
-// check validates an entry's name and each of its fields on its own,
-// through the kind's Validate: the defaults are valid, so an error is the
-// field's.
-func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name string) {
-	sec := section(k.name, shared)
+// check validates an entry's name and each field alone, through Validate:
+// the defaults are valid, so an error is the field's.
+func (k *kind[S, C]) check(s S, e entry) {
 	switch {
-	case strings.TrimSpace(name) == "":
-		l.add(loc.locate(k.name, shared, name, ""), "%s %q: a name must not be empty", sec, name)
-	case !utf8.ValidString(name):
-		l.add(loc.locate(k.name, shared, name, ""), "%s %q: a name must be valid UTF-8", sec, name)
+	case strings.TrimSpace(e.name) == "":
+		e.add("", "a name must not be empty")
+	case !utf8.ValidString(e.name):
+		e.add("", "a name must be valid UTF-8")
 	}
 	for _, f := range k.fields {
 		c := k.defaults()
@@ -666,18 +647,16 @@ func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name strin
 			err = c.Validate()
 		}
 		if err != nil {
-			w := loc.locate(k.name, shared, name, f.key)
 			msg := err.Error()
-			if !strings.HasPrefix(normalize(msg), normalize(w.key)) {
-				msg = w.key + ": " + msg
+			if key := e.loc(k.name, e.shared, e.name, f.key).key; !strings.HasPrefix(normalize(msg), normalize(key)) {
+				msg = key + ": " + msg
 			}
-			l.add(w, "%s %q: %s", sec, name, msg)
+			e.add(f.key, "%s", msg)
 		}
 	}
 	_, buf, ad := s.common()
 	if buf != nil && (*buf < 0 || *buf > maxBuffer) {
-		w := loc.locate(k.name, shared, name, "eventConsumerBufferSize")
-		l.add(w, "%s %q: %s must be between 0 and %d, got %d", sec, name, w.key, maxBuffer, *buf)
+		e.fail("eventConsumerBufferSize", "must be between 0 and %d, got %d", maxBuffer, *buf)
 	}
 	if ad == nil {
 		return
@@ -690,19 +669,16 @@ func (k *kind[S, C]) check(s S, l *errList, loc locator, shared bool, name strin
 		// adaptive.Config.Validate's messages begin with the key: point at
 		// its line when it was read from a file, at the block otherwise.
 		sub, _, _ := strings.Cut(err.Error(), " ")
-		l.add(loc.locate(k.name, shared, name, "adaptive."+sub), "%s %q: adaptive.%s", sec, name, err)
+		e.add("adaptive."+sub, "adaptive.%s", err)
 	}
 }
 
-// resolve merges every shared configuration over its chain, each one once,
-// so that the work is linear in the number of configurations however long
-// the chains. Configurations on a cycle or naming an unknown base are
-// reported (a cycle once, at its first member) and left out.
-func (k *kind[S, C]) resolve(configs map[string]S, names func() string, l *errList, loc locator) map[string]S {
+// resolve merges each shared configuration over its chain once (linear
+// work); one on a cycle or naming an unknown base is reported and left out.
+func (k *kind[S, C]) resolve(configs map[string]S, names func() string, at func(bool, string) entry) map[string]S {
 	res := make(map[string]S, len(configs))
 	const onPath, done = 1, 2
 	state := make(map[string]int, len(configs))
-	sec := section(k.name, true)
 	var visit func(name string, path []string) bool
 	visit = func(name string, path []string) bool {
 		switch _, listed := configs[name]; {
@@ -715,13 +691,10 @@ func (k *kind[S, C]) resolve(configs map[string]S, names func() string, l *errLi
 			if len(path)-i > maxReportedName {
 				cycle[len(cycle)-1] = "... -> " + name
 			}
-			w := loc.locate(k.name, true, path[i], "baseConfig")
-			l.add(w, "%s %q: %s makes a cycle: %s", sec, path[i], w.key, strings.Join(cycle, " -> "))
+			at(true, path[i]).fail("baseConfig", "makes a cycle: %s", strings.Join(cycle, " -> "))
 			return false
 		case !listed:
-			last := path[len(path)-1]
-			w := loc.locate(k.name, true, last, "baseConfig")
-			l.add(w, "%s %q: %s names %q, which is not a known config (known: %s)", sec, last, w.key, name, names())
+			at(true, path[len(path)-1]).fail("baseConfig", "names %q, which is not a known config (known: %s)", name, names())
 			return false
 		}
 		state[name] = onPath
@@ -746,12 +719,9 @@ func (k *kind[S, C]) resolve(configs map[string]S, names func() string, l *errLi
 }
 
 func known[S any](configs map[string]S) string {
-	if len(configs) == 0 {
-		return "none"
-	}
 	keys := slices.Sorted(maps.Keys(configs))
 	if len(keys) > maxReportedName {
 		keys = append(keys[:maxReportedName], "...")
 	}
-	return strings.Join(keys, ", ")
+	return map[bool]string{true: "none", false: strings.Join(keys, ", ")}[len(keys) == 0]
 }

@@ -19,11 +19,9 @@ var (
 	isoDuration = regexp.MustCompile(`(?i)^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(?:[.,](\d{1,9}))?S)?)?$`)
 )
 
-// parseDuration reads a duration as the loader accepts it: a bare integer
-// is milliseconds (Spring's convention), P... is ISO-8601 (PT2S, P1DT2H),
-// "<n>d" is days, anything else Go syntax with units in any case (500ms,
-// 2S). A negative result is the caller's to refuse; one too large for
-// time.Duration fails with errRange.
+// parseDuration reads milliseconds (Spring's bare integer), ISO-8601
+// (PT2S, P1DT2H), "<n>d" days, or Go syntax in any case (500ms, 2S); one
+// too large for time.Duration fails with errRange.
 func parseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	body := strings.TrimLeft(s, "+-")

@@ -31,9 +31,8 @@ func Load(data []byte, file string, env Env) (Config, error) {
 }
 
 // LoadFile reads the file at path (YAML, or .properties by its extension)
-// and the profile files beside it (path's name with -{profile} before its
-// extension, in .yaml, .yml and .properties, later over earlier, as Spring
-// orders them). It returns the configuration and every file it read.
+// and its profile files beside it, in Spring's order, and returns every
+// file it read.
 func LoadFile(path string, env Env) (Config, []Source, error) {
 	ld := newLoader(env)
 	var srcs []Source
@@ -146,23 +145,16 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 				ld.l.add(p.where(), "spring.profiles.active is not allowed in a profile-specific document or file (Spring refuses it too); set it in a document without spring.config.activate.on-profile")
 			}
 		}
-		ok, err := true, error(nil)
-		if d.profile != "" {
-			ok, err = matches(d.profile, profiles)
-		}
-		if err != nil {
-			ld.l.add(where{file: d.file, order: d.order, line: d.line, profile: d.profile}, "spring.config.activate.on-profile: %s", err)
-		}
-		if ok {
+		if ok, err := matches(d.profile, profiles); d.profile == "" || ok {
 			active = append(active, d)
+		} else if err != nil {
+			ld.l.add(where{file: d.file, order: d.order, line: d.line, profile: d.profile}, "spring.config.activate.on-profile: %s", err)
 		}
 	}
 	for _, d := range active {
 		for i := range d.props {
-			ld.props[normSegs(d.props[i].segs)] = &d.props[i] // later wins
+			ld.props[normSegs(d.props[i].segs)] = &d.props[i] // later wins; placeholders resolve in bind
 		}
-	}
-	for _, d := range active {
 		ld.bindDoc(d)
 	}
 	ld.cfg.SemaphoreConfigs, ld.cfg.Semaphores = ld.sem.bind(ld)
@@ -174,7 +166,7 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 		}
 		ld.l.add(where{}, "%s", msg)
 	}
-	resolve(ld.cfg, &ld.l, ld)
+	resolve(ld.cfg, &ld.l, ld.locate)
 	ld.cfg.Warnings = ld.l.warns
 	if len(ld.l.errs) > 0 {
 		return Config{}, ld.l.err()
@@ -182,9 +174,8 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 	return ld.cfg, nil
 }
 
-// matches reports whether a Spring profile expression holds for the active
-// profiles: names, !, & and | (not mixed without parentheses), and commas
-// between alternatives.
+// matches reports whether a Spring profile expression (names, !, & and |
+// not mixed without parentheses, commas between alternatives) holds.
 func matches(expr string, active []string) (bool, error) {
 	any := false
 	for part := range strings.SplitSeq(expr, ",") {

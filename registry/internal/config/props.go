@@ -137,7 +137,7 @@ func readYAML(data []byte, file string, order int, l *errList) []*document {
 		switch n := f.deref(root.Content[0], nil); {
 		case n == nil || isNull(n):
 		case n.Kind == yaml.MappingNode:
-			f.mapping(n, nil, false, 0)
+			f.mapping(n, nil, map[string]int{}, false, 0)
 		default:
 			hint := ""
 			if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "=") {
@@ -183,7 +183,7 @@ func (f *flattener) node(n *yaml.Node, path []seg, merged bool) {
 	p := prop{segs: path, merged: merged, doc: f.doc}
 	switch {
 	case n.Kind == yaml.MappingNode && len(n.Content) > 0:
-		f.mapping(n, path, merged, 0)
+		f.mapping(n, path, map[string]int{}, merged, 0)
 		return
 	case n.Kind == yaml.SequenceNode && len(n.Content) > 0:
 		for i, item := range n.Content {
@@ -202,22 +202,10 @@ func (f *flattener) node(n *yaml.Node, path []seg, merged bool) {
 	f.doc.props = append(f.doc.props, p)
 }
 
-type pair struct {
-	k, v   *yaml.Node
-	merged bool
-}
-
 // mapping flattens a mapping: its explicit keys, then those its merge keys
-// (<<) bring in that no earlier key gives. A key written twice is an error.
-func (f *flattener) mapping(n *yaml.Node, path []seg, merged bool, depth int) {
-	var pairs []pair
-	f.collect(n, path, &pairs, map[string]int{}, merged, depth)
-	for _, p := range pairs {
-		f.node(p.v, splitKey(p.k.Value, p.k.Line, path[:len(path):len(path)]), p.merged)
-	}
-}
-
-func (f *flattener) collect(n *yaml.Node, path []seg, out *[]pair, seen map[string]int, merged bool, depth int) {
+// (<<) bring in that no earlier key gives (seen). A key written twice is an
+// error.
+func (f *flattener) mapping(n *yaml.Node, path []seg, seen map[string]int, merged bool, depth int) {
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -233,7 +221,7 @@ func (f *flattener) collect(n *yaml.Node, path []seg, out *[]pair, seen map[stri
 			f.fail(k.Line, splitKey(k.Value, k.Line, path[:len(path):len(path)]), "%s: key %q is given twice (first at line %d)", what(path), k.Value, line)
 		case !dup:
 			seen[k.Value] = k.Line
-			*out = append(*out, pair{k, v, merged})
+			f.node(v, splitKey(k.Value, k.Line, path[:len(path):len(path)]), merged)
 		}
 	}
 	for _, m := range merges {
@@ -257,7 +245,7 @@ func (f *flattener) collect(n *yaml.Node, path []seg, out *[]pair, seen map[stri
 				f.fail(src.Line, path, "%s: a merge key (<<) must name a mapping or a list of mappings", what(path))
 				return
 			}
-			f.collect(src, path, out, seen, true, depth+1)
+			f.mapping(src, path, seen, true, depth+1)
 		}
 	}
 }
@@ -368,14 +356,13 @@ func unescape(s string) string {
 func joinSegs(segs []seg) string {
 	var b strings.Builder
 	for i, s := range segs {
-		switch {
-		case s.index:
-			b.WriteString("[" + s.name + "]")
-		case strings.Contains(s.name, "."):
-			b.WriteString(map[bool]string{true: ".", false: ""}[i > 0] + "[" + s.name + "]")
-		default:
-			b.WriteString(map[bool]string{true: ".", false: ""}[i > 0] + s.name)
+		if i > 0 && !s.index {
+			b.WriteByte('.')
 		}
+		if s.index || strings.Contains(s.name, ".") {
+			s.name = "[" + s.name + "]"
+		}
+		b.WriteString(s.name)
 	}
 	return b.String()
 }
