@@ -62,6 +62,9 @@ type Config struct {
 	// is its context's ([bulkhead.PriorityFrom]); TryAcquire's is Critical.
 	// A call refused only because the capacity left is reserved for higher
 	// priorities carries ReasonPriority. nil means every call is alike.
+	// Reconfigure may switch it on or off while callers wait: switched off,
+	// they keep their place in the order they joined; switched on, the
+	// callers already waiting are Critical.
 	Priorities *bulkhead.Priorities
 
 	// Shadow, if not nil, evaluates a tighter limit on live traffic without
@@ -755,9 +758,38 @@ func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old, limit 
 			break
 		}
 	}
+	if cfg.Priorities == nil && b.settings().prio {
+		b.mergeLanesLocked()
+	}
 	b.apply(cfg)
 	b.grantAllLocked()
 	return old, cfg.MaxConcurrentCalls, nil
+}
+
+// mergeLanesLocked moves every waiter into Critical's lane, the only one a
+// line without Priorities serves, in the order they joined. b.mu must be
+// held.
+func (b *Bulkhead) mergeLanesLocked() {
+	var all list
+	for {
+		var from *list // the lane whose head joined first, the higher on a tie
+		for i := nLanes - 1; i >= 0; i-- {
+			if h := b.lanes[i].head; h != nil && (from == nil || h.joined < from.head.joined) {
+				from = &b.lanes[i]
+			}
+		}
+		if from == nil {
+			break
+		}
+		w := from.head
+		from.remove(w)
+		if all.tail != nil && w.deadline < all.tail.deadline {
+			all.unsorted = true
+		}
+		w.lane = uint8(laneCritical)
+		all.pushBack(w)
+	}
+	b.lanes = [nLanes]list{laneCritical: all}
 }
 
 // Stats returns a snapshot of the Bulkhead's state and counters. Each

@@ -1,0 +1,118 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/bulkhead-go/bulkhead"
+	"github.com/bulkhead-go/bulkhead/semaphore"
+)
+
+// named is the outcome of one caller's Acquire.
+type named struct {
+	name string
+	err  error
+}
+
+// joinLine starts a caller of priority p that acquires on b and reports on
+// got, and returns once it waits (or is done): call it inside a bubble.
+func joinLine(b *semaphore.Bulkhead, got chan<- named, name string, p bulkhead.Priority) {
+	go func() { got <- named{name, b.Acquire(prio(p))} }()
+	synctest.Wait()
+}
+
+// calm runs f and reports a panic as a test failure, so that the rest of
+// the test can look at what it left behind.
+func calm(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s panicked: %v", what, r)
+		}
+	}()
+	f()
+}
+
+// releaseOrder releases the permit held n times, taking the name of the
+// caller each release serves, and releases that caller's permit at the end.
+func releaseOrder(t *testing.T, b *semaphore.Bulkhead, got <-chan named, n int) []string {
+	t.Helper()
+	var order []string
+	for range n {
+		calm(t, "Release", b.Release)
+		r := <-got
+		if r.err != nil {
+			t.Fatalf("%s: %v", r.name, r.err)
+		}
+		order = append(order, r.name)
+	}
+	b.Release()
+	return order
+}
+
+// Reconfigure that switches Priorities off while callers of several
+// classes wait keeps every one of them in line, in the order they joined:
+// a raised limit serves the oldest, and each Release the next. (It used to
+// dereference nil: the waiters sat in lanes the unprioritized line does not
+// read, so the permit taken for them was lost, or Release panicked holding
+// the lock.) A registry reload that drops `priorities:` takes this path.
+func TestPriorityReconfigureOffKeepsWaiters(t *testing.T) {
+	for _, raise := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			b, err := semaphore.New("off", semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour,
+				Priorities: &bulkhead.Priorities{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Acquire(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan named, 3)
+			for _, c := range []struct {
+				name string
+				p    bulkhead.Priority
+			}{{"S", bulkhead.Sheddable}, {"CP", bulkhead.CriticalPlus}, {"SP", bulkhead.SheddablePlus}} {
+				joinLine(b, got, c.name, c.p)
+				time.Sleep(time.Millisecond) // the next joins later (the bubble's clock stands still otherwise)
+			}
+			cfg := semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}
+			if raise {
+				cfg.MaxConcurrentCalls = 2
+			}
+			calm(t, "Reconfigure", func() {
+				if err := b.Reconfigure(cfg); err != nil {
+					t.Errorf("Reconfigure without Priorities: %v", err)
+				}
+			})
+			synctest.Wait()
+			var order []string
+			if raise { // the new permit goes to the oldest waiter at once
+				select {
+				case r := <-got:
+					if r.err != nil {
+						t.Fatalf("%s: %v", r.name, r.err)
+					}
+					order = append(order, r.name)
+				default:
+					t.Fatalf("a permit came free and nobody got it: %+v", b.Stats())
+				}
+			}
+			order = append(order, releaseOrder(t, b, got, 3-len(order))...)
+			if raise {
+				b.Release() // the one that took the new permit
+			}
+			if want := []string{"S", "CP", "SP"}; !equal(order, want) {
+				t.Errorf("raise %v: granted %v, want %v (the order they joined)", raise, order, want)
+			}
+			if s := b.Stats(); s.InFlight != 0 || s.Waiting != 0 {
+				t.Errorf("at rest: %+v", s)
+			}
+		})
+	}
+}
+
+// asFull returns err's *bulkhead.FullError.
+func asFull(err error) (*bulkhead.FullError, bool) { return errors.AsType[*bulkhead.FullError](err) }
