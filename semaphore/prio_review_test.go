@@ -114,5 +114,34 @@ func TestPriorityReconfigureOffKeepsWaiters(t *testing.T) {
 	}
 }
 
+// Priorities with a LIFO line and Aging: the line serves the highest class
+// first, an aged waiter included, and LIFO orders waiters of one class. A
+// Sheddable caller that has just arrived must not take the turn of an older
+// Sheddable waiter that Aging raised to CriticalPlus (the line used to pick
+// the lane by its aged head and then serve the lane's newest).
+func TestPriorityAgingWithLIFO(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := semaphore.New("lifo", semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour,
+			QueueOrder: bulkhead.LIFO, Priorities: &bulkhead.Priorities{Aging: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Acquire(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan named, 4)
+		joinLine(b, got, "old S", bulkhead.Sheddable)
+		time.Sleep(5 * time.Second) // Aging raised it to CriticalPlus
+		joinLine(b, got, "C", bulkhead.Critical)
+		joinLine(b, got, "new S1", bulkhead.Sheddable)
+		joinLine(b, got, "new S2", bulkhead.Sheddable)
+		order := releaseOrder(t, b, got, 4)
+		// old S (CriticalPlus by Aging), C, then the Sheddables newest first.
+		if want := []string{"old S", "C", "new S2", "new S1"}; !equal(order, want) {
+			t.Errorf("granted %v, want %v", order, want)
+		}
+	})
+}
+
 // asFull returns err's *bulkhead.FullError.
 func asFull(err error) (*bulkhead.FullError, bool) { return errors.AsType[*bulkhead.FullError](err) }

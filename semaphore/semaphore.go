@@ -529,15 +529,20 @@ func (b *Bulkhead) topLocked(st *settings, t int64) (lane, class int) {
 		if h == nil {
 			continue
 		}
-		c := i
-		if st.aging > 0 {
-			c = min(nLanes-1, i+int(max(t-h.joined, 0)/st.aging)) // t may be older than a join
-		}
-		if c > class || c == class && h.joined < b.lanes[lane].head.joined {
+		if c := st.class(h, t); c > class || c == class && h.joined < b.lanes[lane].head.joined {
 			lane, class = i, c
 		}
 	}
 	return lane, class
+}
+
+// class returns w's priority at time t: its lane's, raised by Aging.
+func (st *settings) class(w *waiter, t int64) int {
+	c := int(w.lane)
+	if st.aging > 0 {
+		c = min(nLanes-1, c+int(max(t-w.joined, 0)/st.aging)) // t may be older than a join
+	}
+	return c
 }
 
 // Release returns a permit taken by Acquire or TryAcquire. If callers wait,
@@ -1177,9 +1182,8 @@ func (b *Bulkhead) grantLocked() *waiter {
 		if b.waiting.Load() == 0 {
 			return nil
 		}
-		lane, limit := laneCritical, int(s>>limitShift&fieldMask)
+		lane, class, limit := laneCritical, laneCritical, int(s>>limitShift&fieldMask)
 		if st.prio {
-			var class int
 			lane, class = b.topLocked(st, t)
 			limit = st.ceil[class]
 		} else if st.slow {
@@ -1190,7 +1194,7 @@ func (b *Bulkhead) grantLocked() *waiter {
 		}
 		w := b.lanes[lane].head
 		if st.lined {
-			if w = b.pickLocked(lane, t); w == nil {
+			if w = b.pickLocked(lane, class > lane, t); w == nil {
 				continue // it refused the waiter it looked at; look again
 			}
 		}
@@ -1211,12 +1215,14 @@ func (b *Bulkhead) grantLocked() *waiter {
 
 // pickLocked returns the waiter of lane the line serves next by the
 // settings' rules, or refuses it (CoDel, a deadline too near) and returns
-// nil. t is the time if CoDel or MinDeadlineSlack is set. b.mu must be held
-// and the lane not empty.
-func (b *Bulkhead) pickLocked(lane int, t int64) *waiter {
+// nil. aged is set when Aging raised the lane's head above the lane's
+// priority: LIFO orders the waiters of one priority, so the head, the
+// highest waiting, goes first. t is the time if CoDel, MinDeadlineSlack or
+// Aging is set. b.mu must be held and the lane not empty.
+func (b *Bulkhead) pickLocked(lane int, aged bool, t int64) *waiter {
 	head := b.lanes[lane].head
 	w := head
-	if b.shed.LIFO(int(b.waiting.Load())) {
+	if !aged && b.shed.LIFO(int(b.waiting.Load())) {
 		w = b.lanes[lane].tail
 	}
 	if b.shed.Clocked() {
