@@ -143,5 +143,95 @@ func TestPriorityAgingWithLIFO(t *testing.T) {
 	})
 }
 
+// With Priorities, a full line (MaxWaitingCalls) does not lock a higher
+// class out: a newcomer displaces the newest waiter of the lowest class
+// below its own (ReasonDisplaced, Waited), and one with nobody lower
+// waiting is refused as before (ReasonWaiters).
+func TestPriorityMaxWaitingDisplaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := semaphore.New("cap", semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour,
+			MaxWaitingCalls: 2, Priorities: &bulkhead.Priorities{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Acquire(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan named, 8)
+		joinLine(b, got, "S1", bulkhead.Sheddable)
+		joinLine(b, got, "S2", bulkhead.Sheddable)
+		refused := func(name string, want bulkhead.Reason, waited bool) {
+			t.Helper()
+			select {
+			case r := <-got:
+				fe, ok := asFull(r.err)
+				if r.name != name || !ok || fe.Reason != want || fe.Waited != waited {
+					t.Fatalf("%s: %v, want %s refused with %v (waited %v)", r.name, r.err, name, want, waited)
+				}
+			default:
+				t.Fatalf("%s was not refused: %+v", name, b.Stats())
+			}
+		}
+		joinLine(b, got, "S3", bulkhead.Sheddable) // an equal class: refused at once
+		refused("S3", bulkhead.ReasonWaiters, false)
+		joinLine(b, got, "CP", bulkhead.CriticalPlus) // displaces the newest Sheddable
+		refused("S2", bulkhead.ReasonDisplaced, true)
+		joinLine(b, got, "SP", bulkhead.SheddablePlus) // displaces the last Sheddable
+		refused("S1", bulkhead.ReasonDisplaced, true)
+		joinLine(b, got, "S4", bulkhead.Sheddable) // nobody lower waits
+		refused("S4", bulkhead.ReasonWaiters, false)
+		s := b.Stats()
+		if s.Waiting != 2 || s.RejectedBy[bulkhead.ReasonDisplaced] != 2 || s.RejectedBy[bulkhead.ReasonWaiters] != 2 {
+			t.Fatalf("stats %+v", s)
+		}
+		if order := releaseOrder(t, b, got, 2); !equal(order, []string{"CP", "SP"}) {
+			t.Errorf("granted %v, want [CP SP]", order)
+		}
+	})
+}
+
+// With Priorities and a LIFO line, a full line drops its oldest waiter of
+// the lowest class for a newcomer of that class or above; a newcomer below
+// every waiter is refused at once (it used to join and be dropped itself,
+// as the oldest of its lane, with Waited set).
+func TestPriorityMaxWaitingLIFO(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := semaphore.New("cap", semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour,
+			MaxWaitingCalls: 2, QueueOrder: bulkhead.LIFO, Priorities: &bulkhead.Priorities{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Acquire(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan named, 8)
+		next := func() named {
+			t.Helper()
+			select {
+			case r := <-got:
+				return r
+			default:
+				t.Fatalf("nobody was refused: %+v", b.Stats())
+				return named{}
+			}
+		}
+		joinLine(b, got, "SP1", bulkhead.SheddablePlus)
+		joinLine(b, got, "SP2", bulkhead.SheddablePlus)
+		joinLine(b, got, "S", bulkhead.Sheddable) // below every waiter
+		if r := next(); r.name != "S" || reason(r.err) != bulkhead.ReasonWaiters || waited(r.err) {
+			t.Fatalf("%s: %v, want S refused at once (waiters)", r.name, r.err)
+		}
+		joinLine(b, got, "C", bulkhead.Critical) // the oldest SheddablePlus leaves
+		if r := next(); r.name != "SP1" || reason(r.err) != bulkhead.ReasonWaiters || !waited(r.err) {
+			t.Fatalf("%s: %v, want SP1 dropped (waiters, waited)", r.name, r.err)
+		}
+		if order := releaseOrder(t, b, got, 2); !equal(order, []string{"C", "SP2"}) {
+			t.Errorf("granted %v, want [C SP2]", order)
+		}
+	})
+}
+
+func waited(err error) bool { fe, ok := asFull(err); return ok && fe.Waited }
+
 // asFull returns err's *bulkhead.FullError.
 func asFull(err error) (*bulkhead.FullError, bool) { return errors.AsType[*bulkhead.FullError](err) }

@@ -38,7 +38,10 @@ type Config struct {
 	// MaxWaitingCalls caps the callers waiting at once; 0 means no cap. A
 	// caller that finds that many waiting is refused at once
 	// (ReasonWaiters), unless the line serves the newest first: then the
-	// oldest waiter is refused and the caller joins.
+	// oldest waiter (of the lowest priority) is refused and the caller
+	// joins. With Priorities, a caller that finds the line full otherwise
+	// displaces the newest waiter of the lowest priority below its own
+	// (ReasonDisplaced), and is refused only if none waits.
 	MaxWaitingCalls int
 	// MinDeadlineSlack, if positive, is the time a call needs to be of use
 	// before its context's deadline: a caller that would have to wait with
@@ -235,7 +238,7 @@ type Bulkhead struct {
 }
 
 // nReasons bounds the reasons a semaphore refuses with.
-const nReasons = bulkhead.ReasonPriority + 1
+const nReasons = bulkhead.ReasonDisplaced + 1
 
 // settings is the configuration in force and the rejection errors made
 // from it, replaced as a whole by Reconfigure.
@@ -897,8 +900,9 @@ func (b *Bulkhead) acquireSlow(ctx context.Context, lane int) (time.Time, *waite
 	b.mu.Lock()
 	st := b.set.Load() // Reconfigure changes it under b.mu
 	maxWait, maxWaiting := st.cfg.MaxWaitDuration, st.cfg.MaxWaitingCalls
-	bump := false // the line is full and serves the newest first: the oldest leaves
-	top := -1     // with Priorities, the priority of the waiter served next
+	bump := false     // the line is full and serves the newest first: the oldest leaves
+	var lower *waiter // the line is full: this caller displaces lower, of a lower priority
+	top := -1         // with Priorities, the priority of the waiter served next
 	if st.prio && b.waiting.Load() > 0 {
 		if st.aging > 0 {
 			// Waiters aged past their lane's ceiling since the last
@@ -931,7 +935,18 @@ func (b *Bulkhead) acquireSlow(ctx context.Context, lane int) (time.Time, *waite
 		case byDeadline && latest <= t:
 			r = bulkhead.ReasonDeadline
 		case maxWaiting > 0 && n >= maxWaiting:
-			if bump = b.shed.LIFO(n); !bump {
+			switch {
+			case b.shed.LIFO(n):
+				// The oldest of the lowest priority leaves, unless that is
+				// this caller, below every waiter: then it is refused.
+				if bump = !st.prio || lane >= b.lowLocked(); !bump {
+					r = bulkhead.ReasonWaiters
+				}
+			case st.prio:
+				if lower = b.lowerLocked(st, lane, t); lower == nil {
+					r = bulkhead.ReasonWaiters
+				}
+			default:
 				r = bulkhead.ReasonWaiters
 			}
 		}
@@ -967,7 +982,12 @@ func (b *Bulkhead) acquireSlow(ctx context.Context, lane int) (time.Time, *waite
 	}
 	watch := b.queueLocked(w)
 	for bump && int(b.waiting.Load()) > maxWaiting {
-		b.refuseLocked(b.oldestLowLocked(), bulkhead.ReasonWaiters) // never w while w is alone in its lane: two or more wait
+		// Never w: w joined a lane that has older waiters, or one above the
+		// lowest (a caller below every waiter was refused above).
+		b.refuseLocked(b.oldestLowLocked(), bulkhead.ReasonWaiters)
+	}
+	if lower != nil {
+		b.refuseLocked(lower, bulkhead.ReasonDisplaced)
 	}
 	w.line = b.line
 	timer := b.timer.C
@@ -1139,6 +1159,23 @@ func (b *Bulkhead) firstLocked() *waiter {
 func (b *Bulkhead) newestLocked() *waiter { return b.lanes[b.lowLocked()].tail }
 
 func (b *Bulkhead) oldestLowLocked() *waiter { return b.lanes[b.lowLocked()].head }
+
+// lowerLocked returns the newest waiter of the lowest priority below lane's
+// at time t (the priorities raised by Aging), or nil if none waits. b.mu
+// must be held.
+func (b *Bulkhead) lowerLocked(st *settings, lane int, t int64) *waiter {
+	var low *waiter
+	class := lane
+	for i := range lane {
+		// The tail is the newest of its lane, and so the least raised.
+		if w := b.lanes[i].tail; w != nil {
+			if c := st.class(w, t); c < class || c == class && low != nil && w.joined > low.joined {
+				low, class = w, c
+			}
+		}
+	}
+	return low
+}
 
 func (b *Bulkhead) lowLocked() int {
 	i := 0
