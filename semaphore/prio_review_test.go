@@ -233,5 +233,79 @@ func TestPriorityMaxWaitingLIFO(t *testing.T) {
 
 func waited(err error) bool { fe, ok := asFull(err); return ok && fe.Waited }
 
+// Aging acts when it raises a waiter, not at the next release or arrival:
+// a Sheddable waiter held back by its ceiling (limit 2, Sheddable's
+// ceiling 1) next to a free permit gets that permit when Aging has raised
+// it to a class whose ceiling admits it.
+func TestPriorityAgingWakesWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := semaphore.New("aged", semaphore.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Minute,
+			Priorities: &bulkhead.Priorities{Aging: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Acquire(context.Background()); err != nil { // Critical: 1 of 2
+			t.Fatal(err)
+		}
+		start := time.Now()
+		got := make(chan named, 1)
+		joinLine(b, got, "S", bulkhead.Sheddable)
+		if s := b.Stats(); s.Waiting != 1 {
+			t.Fatalf("the Sheddable caller should wait (its ceiling is 1): %+v", s)
+		}
+		var r named
+		select {
+		case r = <-got:
+		case <-time.After(30 * time.Second): // a guard: its MaxWaitDuration is a minute
+			t.Fatalf("the aged waiter still waits beside a free permit: %+v", b.Stats())
+		}
+		if r.err != nil {
+			t.Fatalf("aged waiter: %v", r.err)
+		}
+		// One Aging makes it SheddablePlus, whose ceiling (0.8 of 2) is 2.
+		if waited := time.Since(start); waited != time.Second {
+			t.Errorf("granted after %v, want 1s (one Aging)", waited)
+		}
+		b.Release()
+		b.Release()
+	})
+}
+
+// Aging keeps waking a waiter held back by its ceiling until a class that
+// admits it: limit 4 with 3 held, Sheddable's and SheddablePlus's ceilings
+// 1 and Critical's 3, the Sheddable waiter is served at its third Aging
+// (CriticalPlus), and not before.
+func TestPriorityAgingWakesAtEachStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := semaphore.New("aged", semaphore.Config{MaxConcurrentCalls: 4, MaxWaitDuration: time.Minute,
+			Priorities: &bulkhead.Priorities{Sheddable: 0.25, SheddablePlus: 0.25, Critical: 0.75, Aging: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if err := b.Acquire(prio(bulkhead.CriticalPlus)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		got := make(chan named, 1)
+		joinLine(b, got, "S", bulkhead.Sheddable)
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+		case <-time.After(30 * time.Second): // a guard: its MaxWaitDuration is a minute
+			t.Fatalf("the aged waiter still waits beside a free permit: %+v", b.Stats())
+		}
+		if waited := time.Since(start); waited != 3*time.Second {
+			t.Errorf("granted after %v, want 3s (three Agings)", waited)
+		}
+		for range 4 {
+			b.Release()
+		}
+	})
+}
+
 // asFull returns err's *bulkhead.FullError.
 func asFull(err error) (*bulkhead.FullError, bool) { return errors.AsType[*bulkhead.FullError](err) }

@@ -981,6 +981,9 @@ func (b *Bulkhead) acquireSlow(ctx context.Context, lane int) (time.Time, *waite
 		w.deadline, w.byDeadline = latest, true
 	}
 	watch := b.queueLocked(w)
+	if st.aging > 0 {
+		b.ageLocked(st, b.state.Load(), t)
+	}
 	for bump && int(b.waiting.Load()) > maxWaiting {
 		// Never w: w joined a lane that has older waiters, or one above the
 		// lowest (a caller below every waiter was refused above).
@@ -1079,7 +1082,9 @@ func (b *Bulkhead) armLocked(deadline, t int64) {
 }
 
 // expire rejects every waiter whose deadline has passed, and arms the timer
-// for the earliest deadline left. A watcher runs it when the timer fires.
+// for the earliest deadline left; with Aging, it grants the waiters Aging
+// has raised to a ceiling that admits them, and arms the timer for the next
+// raise (ageLocked). A watcher runs it when the timer fires.
 func (b *Bulkhead) expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -1110,6 +1115,9 @@ func (b *Bulkhead) expire() {
 		return
 	}
 	b.armLocked(next, t)
+	if b.set.Load().aging > 0 {
+		b.grantAllLocked()
+	}
 }
 
 // leave takes w out of the line if it still waits, and returns the state
@@ -1227,6 +1235,9 @@ func (b *Bulkhead) grantLocked() *waiter {
 			limit = st.ceil[lane]
 		}
 		if int(s&fieldMask) >= limit {
+			if st.aging > 0 && class < nLanes-1 {
+				b.ageLocked(st, s, t) // held back by its ceiling: wake when Aging raises it
+			}
 			return nil
 		}
 		w := b.lanes[lane].head
@@ -1247,6 +1258,34 @@ func (b *Bulkhead) grantLocked() *waiter {
 			w.state.Store(granted)
 			return w
 		}
+	}
+}
+
+// ageLocked arms the line's timer for the next time Aging raises the head
+// of a lane, unless it is armed sooner, while the line is held back by
+// its ceilings (s, the state word at time t, has permits free): so that a
+// raise that admits a waiter is acted on when it happens, not at the next
+// release or arrival. The watcher the timer wakes grants (see expire).
+// A waiter that leaves needs no new arming: the next head of its lane
+// joined later, so each of its raises comes after the leaver's. b.mu must
+// be held and the line not empty.
+func (b *Bulkhead) ageLocked(st *settings, s uint64, t int64) {
+	if int(s&fieldMask) >= st.cfg.MaxConcurrentCalls {
+		return // every permit is held: the next release grants
+	}
+	next := int64(0)
+	for i := range b.lanes {
+		if h := b.lanes[i].head; h != nil {
+			if c := st.class(h, t); c < nLanes-1 {
+				at := h.joined + int64(c-i+1)*st.aging // after t, unless it overflows
+				if at > t && (next == 0 || at < next) {
+					next = at
+				}
+			}
+		}
+	}
+	if next != 0 && next < b.armed {
+		b.armLocked(next, t)
 	}
 }
 
