@@ -307,5 +307,64 @@ func TestPriorityAgingWakesAtEachStep(t *testing.T) {
 	})
 }
 
+// With Priorities, CoDel sheds the lowest class first: when it would shed
+// the CriticalPlus waiter about to be served, it sheds the oldest stale
+// waiter of a lower class instead and serves the CriticalPlus one; a class
+// is shed only when no lower one has a stale waiter.
+func TestPriorityCoDelShedsLowestFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := semaphore.New("codel", semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour,
+			CoDel: &bulkhead.CoDel{Target: 10 * time.Millisecond, Interval: 100 * time.Millisecond}, Priorities: &bulkhead.Priorities{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Acquire(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan named, 8)
+		for _, name := range []string{"S1", "S2"} {
+			joinLine(b, got, name, bulkhead.Sheddable)
+		}
+		joinLine(b, got, "CP1", bulkhead.CriticalPlus)
+		joinLine(b, got, "CP2", bulkhead.CriticalPlus)
+		// out checks who came out of the line since the last look: name,
+		// reason, ... (ReasonNone: granted).
+		out := func(want ...any) {
+			t.Helper()
+			synctest.Wait()
+			seen := map[string]bulkhead.Reason{}
+			for len(got) > 0 {
+				g := <-got
+				seen[g.name] = reason(g.err)
+			}
+			ok := len(seen) == len(want)/2
+			for i := 0; i < len(want); i += 2 {
+				if r, in := seen[want[i].(string)]; !in || r != want[i+1].(bulkhead.Reason) {
+					ok = false
+				}
+			}
+			if !ok {
+				t.Fatalf("came out %v, want %v", seen, want)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		b.Release() // CoDel's first interval begins: the longest wait is 50ms
+		out("CP1", bulkhead.ReasonNone)
+		time.Sleep(50 * time.Millisecond)
+		joinLine(b, got, "CP3", bulkhead.CriticalPlus)
+		time.Sleep(100 * time.Millisecond)
+		b.Release() // at 200ms: the interval stood above the target; the first of the next is never shed
+		out("CP2", bulkhead.ReasonNone)
+		time.Sleep(10 * time.Millisecond)
+		b.Release() // CP3 has waited 110ms, S1 and S2 210ms: S1 goes in CP3's place
+		out("S1", bulkhead.ReasonCoDel, "CP3", bulkhead.ReasonNone)
+		if s := b.Stats(); s.Waiting != 1 || s.RejectedBy[bulkhead.ReasonCoDel] != 1 {
+			t.Fatalf("S2 should still wait: %+v", s)
+		}
+		b.Release() // no lower class: S2 is shed itself
+		out("S2", bulkhead.ReasonCoDel)
+	})
+}
+
 // asFull returns err's *bulkhead.FullError.
 func asFull(err error) (*bulkhead.FullError, bool) { return errors.AsType[*bulkhead.FullError](err) }

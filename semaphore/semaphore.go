@@ -1242,7 +1242,7 @@ func (b *Bulkhead) grantLocked() *waiter {
 		}
 		w := b.lanes[lane].head
 		if st.lined {
-			if w = b.pickLocked(lane, class > lane, t); w == nil {
+			if w = b.pickLocked(st, lane, class, t); w == nil {
 				continue // it refused the waiter it looked at; look again
 			}
 		}
@@ -1291,22 +1291,29 @@ func (b *Bulkhead) ageLocked(st *settings, s uint64, t int64) {
 
 // pickLocked returns the waiter of lane the line serves next by the
 // settings' rules, or refuses it (CoDel, a deadline too near) and returns
-// nil. aged is set when Aging raised the lane's head above the lane's
-// priority: LIFO orders the waiters of one priority, so the head, the
-// highest waiting, goes first. t is the time if CoDel, MinDeadlineSlack or
-// Aging is set. b.mu must be held and the lane not empty.
-func (b *Bulkhead) pickLocked(lane int, aged bool, t int64) *waiter {
+// nil. class is the priority of the lane's head: if Aging raised it above
+// the lane's, the head, the highest waiting, goes first (LIFO orders the
+// waiters of one priority). With Priorities, CoDel sheds the lowest
+// priority first: a stale waiter of a lower one in the place of the one it
+// would shed, which is then served. t is the time if CoDel,
+// MinDeadlineSlack or Aging is set. b.mu must be held and the lane not
+// empty.
+func (b *Bulkhead) pickLocked(st *settings, lane, class int, t int64) *waiter {
 	head := b.lanes[lane].head
 	w := head
-	if !aged && b.shed.LIFO(int(b.waiting.Load())) {
+	if class == lane && b.shed.LIFO(int(b.waiting.Load())) {
 		w = b.lanes[lane].tail
 	}
 	if b.shed.Clocked() {
 		shed := b.shed.Serve(t, t-w.joined, t-head.joined)
 		b.overloaded.Store(b.shed.Overloaded())
 		if shed {
-			b.refuseLocked(w, bulkhead.ReasonCoDel)
-			return nil
+			if v := b.staleLocked(st, w, t); v != nil {
+				b.refuseLocked(v, bulkhead.ReasonCoDel)
+			} else {
+				b.refuseLocked(w, bulkhead.ReasonCoDel)
+				return nil
+			}
 		}
 	}
 	if w.byDeadline && w.deadline <= t {
@@ -1314,6 +1321,27 @@ func (b *Bulkhead) pickLocked(lane int, aged bool, t int64) *waiter {
 		return nil
 	}
 	return w
+}
+
+// staleLocked returns, with Priorities, the oldest waiter of the lowest
+// priority below w's that CoDel would shed at time t, or nil. b.mu must be
+// held.
+func (b *Bulkhead) staleLocked(st *settings, w *waiter, t int64) *waiter {
+	if !st.prio {
+		return nil
+	}
+	var v *waiter
+	class := st.class(w, t)
+	low := class
+	for i := range class {
+		// The head is the oldest of its lane, and so the most raised.
+		if h := b.lanes[i].head; h != nil && b.shed.Stale(t-h.joined) {
+			if c := st.class(h, t); c < low || c == low && v != nil && h.joined < v.joined {
+				v, low = h, c
+			}
+		}
+	}
+	return v
 }
 
 // clearWaitFlag lets the fast path admit calls again once nobody waits.
