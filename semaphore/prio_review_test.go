@@ -3,6 +3,9 @@ package semaphore_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -364,6 +367,82 @@ func TestPriorityCoDelShedsLowestFirst(t *testing.T) {
 		b.Release() // no lower class: S2 is shed itself
 		out("S2", bulkhead.ReasonCoDel)
 	})
+}
+
+// Under a storm of calls of every class while Reconfigure switches
+// Priorities, Aging, MaxWaitingCalls, LIFO and CoDel on and off, the
+// largest limit holds and nothing is lost: at rest no permit is held,
+// nobody waits, and every permit granted was given back.
+func TestPriorityReconfigureStress(t *testing.T) {
+	const maxLimit = 6
+	b, _ := semaphore.New("storm", semaphore.Config{MaxConcurrentCalls: maxLimit, MaxWaitDuration: time.Millisecond})
+	var in, high, ran atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	reconfigured := make(chan int)
+	go func() {
+		r := rand.New(rand.NewPCG(7, 7))
+		n := 0
+		defer func() { reconfigured <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			cfg := semaphore.Config{MaxConcurrentCalls: 3 + r.IntN(maxLimit-2), MaxWaitDuration: time.Millisecond}
+			if r.IntN(2) == 0 {
+				cfg.Priorities = &bulkhead.Priorities{Sheddable: 0.3, Aging: time.Duration(r.IntN(2)) * 200 * time.Microsecond}
+			}
+			if r.IntN(2) == 0 {
+				cfg.MaxWaitingCalls = 3
+			}
+			if r.IntN(3) == 0 {
+				cfg.QueueOrder = bulkhead.LIFO
+			}
+			if r.IntN(3) == 0 {
+				cfg.CoDel = &bulkhead.CoDel{Target: 100 * time.Microsecond, Interval: time.Millisecond}
+			}
+			if err := b.Reconfigure(cfg); err != nil {
+				t.Error(err)
+				return
+			}
+			n++
+			time.Sleep(100 * time.Microsecond) // the pace of the changes, not a pass criterion
+		}
+	}()
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 2))
+			for range 400 {
+				ctx, cancel := context.WithTimeout(prio(bulkhead.Priority(r.IntN(4)-2)), time.Duration(r.IntN(300))*time.Microsecond)
+				b.Do(ctx, func(context.Context) error {
+					ran.Add(1)
+					n := in.Add(1)
+					for m := high.Load(); n > m && !high.CompareAndSwap(m, n); m = high.Load() {
+					}
+					if r.IntN(3) == 0 {
+						time.Sleep(50 * time.Microsecond)
+					}
+					in.Add(-1)
+					return nil
+				})
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if n := <-reconfigured; n == 0 {
+		t.Fatal("no Reconfigure ran during the storm")
+	}
+	s := b.Stats()
+	if high.Load() > maxLimit || s.InFlight != 0 || s.Waiting != 0 || s.Permitted != s.Finished ||
+		s.Permitted != uint64(ran.Load()) || s.Permitted+s.Rejected+s.Cancelled > 8*400 {
+		t.Fatalf("high water %d, Stats %+v", high.Load(), s)
+	}
 }
 
 // asFull returns err's *bulkhead.FullError.
