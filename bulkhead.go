@@ -100,8 +100,9 @@ const (
 	ReasonKeys
 	// ReasonPriority: the capacity left is reserved for higher priorities.
 	ReasonPriority
-	// ReasonDisplaced: a queued task pushed out by a task of a higher
-	// priority.
+	// ReasonDisplaced: a queued task or a waiting caller pushed out by one
+	// of a higher priority (pool Displace; a semaphore's full line of
+	// waiters, MaxWaitingCalls).
 	ReasonDisplaced
 )
 
@@ -155,6 +156,8 @@ func (e *FullError) Error() string {
 		return s + ": its deadline is nearer than minDeadlineSlack"
 	case e.Reason == ReasonCoDel:
 		return s + ": shed by CoDel, the line stood above its target wait"
+	case e.Reason == ReasonDisplaced:
+		return s + ": pushed out of the line by a call of higher priority"
 	}
 	if e.Waited {
 		if e.Kind == Pool {

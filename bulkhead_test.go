@@ -50,6 +50,8 @@ func TestFullErrorMessages(t *testing.T) {
 			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): too many callers waiting (maxWaitingCalls)`},
 		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonWaiters, Waited: true},
 			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): the oldest waiter, dropped for a newer one (maxWaitingCalls)`},
+		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonDisplaced, Waited: true},
+			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): pushed out of the line by a call of higher priority`},
 		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonDeadline},
 			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): its deadline is nearer than minDeadlineSlack`},
 		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonDeadline, Waited: true},

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -126,4 +127,46 @@ func TestShadowAndPrioritiesErrors(t *testing.T) {
 	// An adaptive controller would move the limit below the shadow's.
 	wantLoadErr(t, "bulkhead:\n  instances:\n    a: {maxConcurrentCalls: 8, shadow: {maxConcurrentCalls: 4}, adaptive: {}}\n",
 		"line 3", `semaphore instance "a": shadow is not supported beside adaptive`)
+}
+
+// A reload that drops a semaphore's priorities: block applies while
+// callers of several classes wait, and they keep their place: the one
+// that joined first gets the next permit.
+func TestReloadDropsPriorities(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newTestRegistry(t, `
+resilience4j.bulkhead.instances.checkout: {maxConcurrentCalls: 1, maxWaitDuration: 1h, priorities: {aging: 1s}}`)
+		b, err := r.Semaphore("checkout")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Acquire(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan bulkhead.Priority, 2)
+		for _, p := range []bulkhead.Priority{bulkhead.Sheddable, bulkhead.CriticalPlus} {
+			go func() {
+				if err := b.Acquire(bulkhead.WithPriority(context.Background(), p)); err != nil {
+					t.Errorf("%v: %v", p, err)
+				}
+				got <- p
+			}()
+			synctest.Wait()
+			time.Sleep(time.Millisecond) // the next joins later
+		}
+		if err := r.Reconfigure(mustLoad(t, `
+resilience4j.bulkhead.instances.checkout: {maxConcurrentCalls: 1, maxWaitDuration: 1h}`)); err != nil {
+			t.Fatalf("reload without priorities: %v", err)
+		}
+		if b.Config().Priorities != nil {
+			t.Fatalf("priorities still on: %+v", b.Config())
+		}
+		for _, want := range []bulkhead.Priority{bulkhead.Sheddable, bulkhead.CriticalPlus} {
+			b.Release()
+			if p := <-got; p != want {
+				t.Fatalf("granted %v, want %v (the order they joined)", p, want)
+			}
+		}
+		b.Release()
+	})
 }

@@ -38,7 +38,10 @@ type Config struct {
 	// MaxWaitingCalls caps the callers waiting at once; 0 means no cap. A
 	// caller that finds that many waiting is refused at once
 	// (ReasonWaiters), unless the line serves the newest first: then the
-	// oldest waiter is refused and the caller joins.
+	// oldest waiter (of the lowest priority) is refused and the caller
+	// joins. With Priorities, a caller that finds the line full otherwise
+	// displaces the newest waiter of the lowest priority below its own
+	// (ReasonDisplaced), and is refused only if none waits.
 	MaxWaitingCalls int
 	// MinDeadlineSlack, if positive, is the time a call needs to be of use
 	// before its context's deadline: a caller that would have to wait with
@@ -62,6 +65,9 @@ type Config struct {
 	// is its context's ([bulkhead.PriorityFrom]); TryAcquire's is Critical.
 	// A call refused only because the capacity left is reserved for higher
 	// priorities carries ReasonPriority. nil means every call is alike.
+	// Reconfigure may switch it on or off while callers wait: switched off,
+	// they keep their place in the order they joined; switched on, the
+	// callers already waiting are Critical.
 	Priorities *bulkhead.Priorities
 
 	// Shadow, if not nil, evaluates a tighter limit on live traffic without
@@ -232,7 +238,7 @@ type Bulkhead struct {
 }
 
 // nReasons bounds the reasons a semaphore refuses with.
-const nReasons = bulkhead.ReasonPriority + 1
+const nReasons = bulkhead.ReasonDisplaced + 1
 
 // settings is the configuration in force and the rejection errors made
 // from it, replaced as a whole by Reconfigure.
@@ -526,15 +532,20 @@ func (b *Bulkhead) topLocked(st *settings, t int64) (lane, class int) {
 		if h == nil {
 			continue
 		}
-		c := i
-		if st.aging > 0 {
-			c = min(nLanes-1, i+int(max(t-h.joined, 0)/st.aging)) // t may be older than a join
-		}
-		if c > class || c == class && h.joined < b.lanes[lane].head.joined {
+		if c := st.class(h, t); c > class || c == class && h.joined < b.lanes[lane].head.joined {
 			lane, class = i, c
 		}
 	}
 	return lane, class
+}
+
+// class returns w's priority at time t: its lane's, raised by Aging.
+func (st *settings) class(w *waiter, t int64) int {
+	c := int(w.lane)
+	if st.aging > 0 {
+		c = min(nLanes-1, c+int(max(t-w.joined, 0)/st.aging)) // t may be older than a join
+	}
+	return c
 }
 
 // Release returns a permit taken by Acquire or TryAcquire. If callers wait,
@@ -754,9 +765,38 @@ func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old, limit 
 			break
 		}
 	}
+	if cfg.Priorities == nil && b.settings().prio {
+		b.mergeLanesLocked()
+	}
 	b.apply(cfg)
 	b.grantAllLocked()
 	return old, cfg.MaxConcurrentCalls, nil
+}
+
+// mergeLanesLocked moves every waiter into Critical's lane, the only one a
+// line without Priorities serves, in the order they joined. b.mu must be
+// held.
+func (b *Bulkhead) mergeLanesLocked() {
+	var all list
+	for {
+		var from *list // the lane whose head joined first, the higher on a tie
+		for i := nLanes - 1; i >= 0; i-- {
+			if h := b.lanes[i].head; h != nil && (from == nil || h.joined < from.head.joined) {
+				from = &b.lanes[i]
+			}
+		}
+		if from == nil {
+			break
+		}
+		w := from.head
+		from.remove(w)
+		if all.tail != nil && w.deadline < all.tail.deadline {
+			all.unsorted = true
+		}
+		w.lane = uint8(laneCritical)
+		all.pushBack(w)
+	}
+	b.lanes = [nLanes]list{laneCritical: all}
 }
 
 // Stats returns a snapshot of the Bulkhead's state and counters. Each
@@ -859,8 +899,9 @@ func (b *Bulkhead) acquireSlow(ctx context.Context, lane int) (time.Time, *waite
 	b.mu.Lock()
 	st := b.set.Load() // Reconfigure changes it under b.mu
 	maxWait, maxWaiting := st.cfg.MaxWaitDuration, st.cfg.MaxWaitingCalls
-	bump := false // the line is full and serves the newest first: the oldest leaves
-	top := -1     // with Priorities, the priority of the waiter served next
+	bump := false     // the line is full and serves the newest first: the oldest leaves
+	var lower *waiter // the line is full: this caller displaces lower, of a lower priority
+	top := -1         // with Priorities, the priority of the waiter served next
 	if st.prio && b.waiting.Load() > 0 {
 		if st.aging > 0 {
 			// Waiters aged past their lane's ceiling since the last
@@ -893,7 +934,18 @@ func (b *Bulkhead) acquireSlow(ctx context.Context, lane int) (time.Time, *waite
 		case byDeadline && latest <= t:
 			r = bulkhead.ReasonDeadline
 		case maxWaiting > 0 && n >= maxWaiting:
-			if bump = b.shed.LIFO(n); !bump {
+			switch {
+			case b.shed.LIFO(n):
+				// The oldest of the lowest priority leaves, unless that is
+				// this caller, below every waiter: then it is refused.
+				if bump = !st.prio || lane >= b.lowLocked(); !bump {
+					r = bulkhead.ReasonWaiters
+				}
+			case st.prio:
+				if lower = b.lowerLocked(st, lane, t); lower == nil {
+					r = bulkhead.ReasonWaiters
+				}
+			default:
 				r = bulkhead.ReasonWaiters
 			}
 		}
@@ -928,8 +980,16 @@ func (b *Bulkhead) acquireSlow(ctx context.Context, lane int) (time.Time, *waite
 		w.deadline, w.byDeadline = latest, true
 	}
 	watch := b.queueLocked(w)
+	if st.aging > 0 {
+		b.ageLocked(st, b.state.Load(), t)
+	}
 	for bump && int(b.waiting.Load()) > maxWaiting {
-		b.refuseLocked(b.oldestLowLocked(), bulkhead.ReasonWaiters) // never w while w is alone in its lane: two or more wait
+		// Never w: w joined a lane that has older waiters, or one above the
+		// lowest (a caller below every waiter was refused above).
+		b.refuseLocked(b.oldestLowLocked(), bulkhead.ReasonWaiters)
+	}
+	if lower != nil {
+		b.refuseLocked(lower, bulkhead.ReasonDisplaced)
 	}
 	w.line = b.line
 	timer := b.timer.C
@@ -1021,7 +1081,9 @@ func (b *Bulkhead) armLocked(deadline, t int64) {
 }
 
 // expire rejects every waiter whose deadline has passed, and arms the timer
-// for the earliest deadline left. A watcher runs it when the timer fires.
+// for the earliest deadline left; with Aging, it grants the waiters Aging
+// has raised to a ceiling that admits them, and arms the timer for the next
+// raise (ageLocked). A watcher runs it when the timer fires.
 func (b *Bulkhead) expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -1052,6 +1114,9 @@ func (b *Bulkhead) expire() {
 		return
 	}
 	b.armLocked(next, t)
+	if b.set.Load().aging > 0 {
+		b.grantAllLocked()
+	}
 }
 
 // leave takes w out of the line if it still waits, and returns the state
@@ -1102,6 +1167,23 @@ func (b *Bulkhead) newestLocked() *waiter { return b.lanes[b.lowLocked()].tail }
 
 func (b *Bulkhead) oldestLowLocked() *waiter { return b.lanes[b.lowLocked()].head }
 
+// lowerLocked returns the newest waiter of the lowest priority below lane's
+// at time t (the priorities raised by Aging), or nil if none waits. b.mu
+// must be held.
+func (b *Bulkhead) lowerLocked(st *settings, lane int, t int64) *waiter {
+	var low *waiter
+	class := lane
+	for i := range lane {
+		// The tail is the newest of its lane, and so the least raised.
+		if w := b.lanes[i].tail; w != nil {
+			if c := st.class(w, t); c < class || c == class && low != nil && w.joined > low.joined {
+				low, class = w, c
+			}
+		}
+	}
+	return low
+}
+
 func (b *Bulkhead) lowLocked() int {
 	i := 0
 	for b.lanes[i].head == nil {
@@ -1144,20 +1226,22 @@ func (b *Bulkhead) grantLocked() *waiter {
 		if b.waiting.Load() == 0 {
 			return nil
 		}
-		lane, limit := laneCritical, int(s>>limitShift&fieldMask)
+		lane, class, limit := laneCritical, laneCritical, int(s>>limitShift&fieldMask)
 		if st.prio {
-			var class int
 			lane, class = b.topLocked(st, t)
 			limit = st.ceil[class]
 		} else if st.slow {
 			limit = st.ceil[lane]
 		}
 		if int(s&fieldMask) >= limit {
+			if st.aging > 0 && class < nLanes-1 {
+				b.ageLocked(st, s, t) // held back by its ceiling: wake when Aging raises it
+			}
 			return nil
 		}
 		w := b.lanes[lane].head
 		if st.lined {
-			if w = b.pickLocked(lane, t); w == nil {
+			if w = b.pickLocked(st, lane, class, t); w == nil {
 				continue // it refused the waiter it looked at; look again
 			}
 		}
@@ -1176,22 +1260,59 @@ func (b *Bulkhead) grantLocked() *waiter {
 	}
 }
 
+// ageLocked arms the line's timer for the next time Aging raises the head
+// of a lane, unless it is armed sooner, while the line is held back by
+// its ceilings (s, the state word at time t, has permits free): so that a
+// raise that admits a waiter is acted on when it happens, not at the next
+// release or arrival. The watcher the timer wakes grants (see expire).
+// A waiter that leaves needs no new arming: the next head of its lane
+// joined later, so each of its raises comes after the leaver's. b.mu must
+// be held and the line not empty.
+func (b *Bulkhead) ageLocked(st *settings, s uint64, t int64) {
+	if int(s&fieldMask) >= st.cfg.MaxConcurrentCalls {
+		return // every permit is held: the next release grants
+	}
+	next := int64(0)
+	for i := range b.lanes {
+		if h := b.lanes[i].head; h != nil {
+			if c := st.class(h, t); c < nLanes-1 {
+				at := h.joined + int64(c-i+1)*st.aging // after t, unless it overflows
+				if at > t && (next == 0 || at < next) {
+					next = at
+				}
+			}
+		}
+	}
+	if next != 0 && next < b.armed {
+		b.armLocked(next, t)
+	}
+}
+
 // pickLocked returns the waiter of lane the line serves next by the
 // settings' rules, or refuses it (CoDel, a deadline too near) and returns
-// nil. t is the time if CoDel or MinDeadlineSlack is set. b.mu must be held
-// and the lane not empty.
-func (b *Bulkhead) pickLocked(lane int, t int64) *waiter {
+// nil. class is the priority of the lane's head: if Aging raised it above
+// the lane's, the head, the highest waiting, goes first (LIFO orders the
+// waiters of one priority). With Priorities, CoDel sheds the lowest
+// priority first: a stale waiter of a lower one in the place of the one it
+// would shed, which is then served. t is the time if CoDel,
+// MinDeadlineSlack or Aging is set. b.mu must be held and the lane not
+// empty.
+func (b *Bulkhead) pickLocked(st *settings, lane, class int, t int64) *waiter {
 	head := b.lanes[lane].head
 	w := head
-	if b.shed.LIFO(int(b.waiting.Load())) {
+	if class == lane && b.shed.LIFO(int(b.waiting.Load())) {
 		w = b.lanes[lane].tail
 	}
 	if b.shed.Clocked() {
 		shed := b.shed.Serve(t, t-w.joined, t-head.joined)
 		b.overloaded.Store(b.shed.Overloaded())
 		if shed {
-			b.refuseLocked(w, bulkhead.ReasonCoDel)
-			return nil
+			if v := b.staleLocked(st, w, t); v != nil {
+				b.refuseLocked(v, bulkhead.ReasonCoDel)
+			} else {
+				b.refuseLocked(w, bulkhead.ReasonCoDel)
+				return nil
+			}
 		}
 	}
 	if w.byDeadline && w.deadline <= t {
@@ -1199,6 +1320,27 @@ func (b *Bulkhead) pickLocked(lane int, t int64) *waiter {
 		return nil
 	}
 	return w
+}
+
+// staleLocked returns, with Priorities, the oldest waiter of the lowest
+// priority below w's that CoDel would shed at time t, or nil. b.mu must be
+// held.
+func (b *Bulkhead) staleLocked(st *settings, w *waiter, t int64) *waiter {
+	if !st.prio {
+		return nil
+	}
+	var v *waiter
+	class := st.class(w, t)
+	low := class
+	for i := range class {
+		// The head is the oldest of its lane, and so the most raised.
+		if h := b.lanes[i].head; h != nil && b.shed.Stale(t-h.joined) {
+			if c := st.class(h, t); c < low || c == low && v != nil && h.joined < v.joined {
+				v, low = h, c
+			}
+		}
+	}
+	return v
 }
 
 // clearWaitFlag lets the fast path admit calls again once nobody waits.

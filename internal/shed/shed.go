@@ -84,8 +84,12 @@ func (l *Line) Serve(now, wait, oldest int64) (shed bool) {
 		return false // the first of an interval is never shed (folly)
 	}
 	l.min = min(l.min, oldest)
-	return l.overloaded && wait > 2*l.target
+	return l.Stale(wait)
 }
+
+// Stale reports whether CoDel, in its state now, sheds a waiter that has
+// waited wait: the line is overloaded and wait is above twice the target.
+func (l *Line) Stale(wait int64) bool { return l.codel && l.overloaded && wait > 2*l.target }
 
 // Empty records that the line emptied: a caller who came now would not
 // wait, so the interval's shortest wait is 0, and the line stands no more:
