@@ -40,7 +40,6 @@ type collector struct {
 	fixed   []bulkhead.Instance // without r: the bulkheads to read
 	reasons *prometheus.Desc    // rejections_total{name,kind,reason}
 	keyed   *prometheus.Desc    // keyed_rejections_total{name,kind,reason}
-	shadow  shadowDescs
 
 	wait, run *prometheus.HistogramVec
 	stopped   bool // unregistered (r.mu)
@@ -63,14 +62,30 @@ type sink struct {
 	h atomic.Pointer[histograms] // nil until the bulkhead's first event
 }
 
-// metricDesc is one series of a bulkhead, read from its Stats (val) or, for
-// a keyed bulkhead only, from its KeyStats (key).
+// metricDesc is one series of a bulkhead, read from its Stats (val), or
+// from a keyed bulkhead's KeyStats (key) or a shadowed one's ShadowStats
+// (shadow) only.
 type metricDesc struct {
-	desc *prometheus.Desc
-	typ  prometheus.ValueType
-	val  func(s bulkhead.Stats) float64
-	key  func(s bulkhead.KeyStats) float64
-	only bulkhead.Kind // the one kind it is emitted for; 0: both
+	desc   *prometheus.Desc
+	typ    prometheus.ValueType
+	val    func(s bulkhead.Stats) float64
+	key    func(s bulkhead.KeyStats) float64
+	shadow func(s bulkhead.ShadowStats) float64
+	only   bulkhead.Kind // the one kind it is emitted for; 0: both
+}
+
+// shadowed is a bulkhead with a shadow limit or observe mode
+// (*semaphore.Bulkhead, *pool.Bulkhead).
+type shadowed interface {
+	ShadowStats() (bulkhead.ShadowStats, bool)
+}
+
+// shadowOf returns b's ShadowStats, if b has a shadow.
+func shadowOf(b bulkhead.Instance) (bulkhead.ShadowStats, bool) {
+	if s, ok := b.(shadowed); ok {
+		return s.ShadowStats()
+	}
+	return bulkhead.ShadowStats{}, false
 }
 
 // micrometerKind is the kind that Resilience4j's Micrometer binders emit
@@ -100,7 +115,13 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 	km := func(t prometheus.ValueType, name, help string, key func(s bulkhead.KeyStats) float64) metricDesc {
 		return metricDesc{desc: prometheus.NewDesc(prefix+name, help, labels, nil), typ: t, key: key}
 	}
-	c.shadow = newShadowDescs(prefix)
+	sm := func(t prometheus.ValueType, name, help string, shadow func(s bulkhead.ShadowStats) float64) metricDesc {
+		return metricDesc{desc: prometheus.NewDesc(prefix+"shadow_"+name, help, labels, nil), typ: t, shadow: shadow}
+	}
+	poolOnly := func(d metricDesc) metricDesc {
+		d.only = bulkhead.Pool
+		return d
+	}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	c.metrics = []metricDesc{
 		m(g, "available_concurrent_calls", "Calls that may start now: max allowed minus in flight, never below 0.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
@@ -119,6 +140,14 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		km(g, "active_keys", "Keys of a keyed bulkhead that hold or wait for capacity now.", func(s bulkhead.KeyStats) float64 { return float64(s.ActiveKeys) }),
 		km(g, "idle_keys", "Entries of idle keys a keyed bulkhead keeps for reuse.", func(s bulkhead.KeyStats) float64 { return float64(s.IdleKeys) }),
 		km(k, "keys_evicted_total", "Entries of idle keys a keyed bulkhead removed from its cache.", func(s bulkhead.KeyStats) float64 { return float64(s.Evicted) }),
+		sm(g, "max_allowed_concurrent_calls", "The shadow's limit, evaluated and never enforced (with observe: the configured limit).", func(s bulkhead.ShadowStats) float64 { return float64(s.Limit) }),
+		sm(g, "in_flight_calls", "Shadow permits (a pool's: shadow workers) held now: calls the shadow would have let run that are still running.", func(s bulkhead.ShadowStats) float64 { return float64(s.InUse) }),
+		poolOnly(sm(g, "queue_depth", "A pool's shadow queue slots held now: tasks the shadow would have kept queued.", func(s bulkhead.ShadowStats) float64 { return float64(s.QueueDepth) })),
+		poolOnly(sm(g, "queue_capacity", "A pool's shadow queue capacity.", func(s bulkhead.ShadowStats) float64 { return float64(s.QueueCapacity) })),
+		sm(g, "observe", "1 for a bulkhead that enforces nothing and evaluates its own limit as a shadow, else 0.", func(s bulkhead.ShadowStats) float64 { return one(s.Observe) }),
+		sm(k, "would_reject_total", "Calls that found the shadow full and would have been refused at once (a shadow without waiting).", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldReject) }),
+		sm(k, "would_wait_total", "Calls that found the shadow full and would have had to wait for it.", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldWait) }),
+		sm(k, "would_time_out_total", "Calls that waited for their permit longer than the shadow's maximum wait.", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldTimeOut) }),
 	}
 	c.keyed = prometheus.NewDesc(prefix+"keyed_rejections_total",
 		"Calls a keyed bulkhead refused, by reason: key (its key's limit), total (the shared total) or keys (MaxActiveKeys).", []string{"name", "kind", "reason"}, nil)
@@ -126,17 +155,12 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		"Calls refused, by reason (full, timeout, waiters, deadline, codel, key, total, keys, priority, displaced); "+
 			"they add up to calls_rejected_total.", []string{"name", "kind", "reason"}, nil)
 	if opts.Resilience4jNames {
-		p := func(name, help string, val func(s bulkhead.Stats) float64) metricDesc {
-			d := m(g, name, help, val)
-			d.only = bulkhead.Pool
-			return d
-		}
 		c.metrics = append(c.metrics,
-			p("thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			p("max_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers.", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			p("core_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers (a Go pool has no core size).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			p("active_thread_count", "Pool only, for Resilience4j dashboards: tasks running now.", func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
-			p("available_thread_count", "Pool only, for Resilience4j dashboards: workers free now.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }))
+			poolOnly(m(g, "thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) })),
+			poolOnly(m(g, "max_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers.", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) })),
+			poolOnly(m(g, "core_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers (a Go pool has no core size).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) })),
+			poolOnly(m(g, "active_thread_count", "Pool only, for Resilience4j dashboards: tasks running now.", func(s bulkhead.Stats) float64 { return float64(s.InFlight) })),
+			poolOnly(m(g, "available_thread_count", "Pool only, for Resilience4j dashboards: workers free now.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) })))
 	}
 	if !opts.Histograms {
 		return c, nil
@@ -232,7 +256,6 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- reloadsDesc
 	ch <- c.reasons
 	ch <- c.keyed
-	c.shadow.describe(ch)
 	if c.wait != nil {
 		c.wait.Describe(ch)
 		c.run.Describe(ch)
@@ -249,7 +272,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range bs {
 		s, name := b.Stats(), b.Name()
 		kind := s.Kind.String()
-		c.shadow.collect(ch, b, name, kind)
 		by := s.RejectedBy
 		k, keyed := b.(bulkhead.KeyedInstance)
 		var ks bulkhead.KeyStats
@@ -261,11 +283,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(c.keyed, prometheus.CounterValue, float64(by[r]), name, kind, r.String())
 			}
 		}
+		ss, shadowed := shadowOf(b)
 		for _, d := range c.metrics { // label values: names are valid UTF-8 (every New checks)
 			switch {
+			case d.only != 0 && d.only != s.Kind:
 			case d.key != nil && keyed:
 				ch <- prometheus.MustNewConstMetric(d.desc, d.typ, d.key(ks), name, kind)
-			case d.val != nil && (d.only == 0 || d.only == s.Kind):
+			case d.shadow != nil && shadowed:
+				ch <- prometheus.MustNewConstMetric(d.desc, d.typ, d.shadow(ss), name, kind)
+			case d.val != nil:
 				ch <- prometheus.MustNewConstMetric(d.desc, d.typ, d.val(s), name, kind)
 			}
 		}

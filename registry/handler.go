@@ -32,9 +32,8 @@ type instanceStatus struct {
 	Adaptive *adaptive.State `json:"adaptive,omitempty"`
 	// Keys are a keyed bulkhead's key counts, never a key.
 	Keys *bulkhead.KeyStats `json:"keys,omitempty"`
-	// Shadow is a shadowed (semaphore or pool) or observe-only semaphore's
-	// ShadowStats.
-	Shadow *statusShadow `json:"shadow,omitempty"`
+	// Shadow is a shadowed or observe-only bulkhead's ShadowStats.
+	Shadow *bulkhead.ShadowStats `json:"shadow,omitempty"`
 }
 
 type statusConfig struct {
@@ -191,7 +190,9 @@ func statusOf(e *entry) instanceStatus {
 		st := ctl.c.State()
 		is.Adaptive = &st
 	}
-	is.Shadow = shadowStatus(e.b)
+	if ss, ok := shadowOf(e.b); ok {
+		is.Shadow = &ss
+	}
 	if k, ok := e.b.(bulkhead.KeyedInstance); ok {
 		ks := k.KeyStats()
 		is.Keys = &ks

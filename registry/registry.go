@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/internal/event"
@@ -136,9 +136,6 @@ func New(cfg Config) (*Registry, error) {
 // newEntry makes a bulkhead and, for an adaptive block, its controller
 // (attached when the entry is added). It calls no user code.
 func newEntry(k key, sp spec) (*entry, error) {
-	if err := checkName(k.name); err != nil {
-		return nil, err
-	}
 	e := &entry{key: k, size: sp.size}
 	t := &target{cfg: sp}
 	var err error
@@ -196,17 +193,6 @@ func closeEntries(es []*entry) {
 type poolCloser interface {
 	Name() string
 	Close(context.Context) error
-}
-
-// checkName refuses an empty name or one not valid UTF-8.
-func checkName(name string) error {
-	if name == "" {
-		return errors.New("registry: a bulkhead name must not be empty")
-	}
-	if !utf8.ValidString(name) {
-		return fmt.Errorf("registry: bulkhead name %q is not valid UTF-8", name)
-	}
-	return nil
 }
 
 // addLocked makes e part of r. r.mu must be held (or r not shared yet).
@@ -290,16 +276,22 @@ func (r *Registry) get(k bulkhead.Kind, name string, keyed bool) (*entry, error)
 	return e, nil
 }
 
+// getAs is get, for a bulkhead of type T.
+func getAs[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, error) {
+	e, err := r.get(k, name, keyed)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return e.b.(T), nil
+}
+
 // Semaphore returns the semaphore bulkhead called name, creating it from
 // Config.Semaphores, the "default" config or semaphore.DefaultConfig (with
 // Config.Strict, an unlisted name is [ErrNotConfigured]). Concurrent first
 // calls create one. After Close it fails with bulkhead.ErrClosed.
 func (r *Registry) Semaphore(name string) (*semaphore.Bulkhead, error) {
-	e, err := r.get(bulkhead.Semaphore, name, false)
-	if err != nil {
-		return nil, err
-	}
-	return e.b.(*semaphore.Bulkhead), nil
+	return getAs[*semaphore.Bulkhead](r, bulkhead.Semaphore, name, false)
 }
 
 // KeyedSemaphore returns the keyed semaphore called name, one whose
@@ -307,20 +299,12 @@ func (r *Registry) Semaphore(name string) (*semaphore.Bulkhead, error) {
 // Asking Semaphore for a keyed one, or KeyedSemaphore for a plain one, is an
 // error that says which it is.
 func (r *Registry) KeyedSemaphore(name string) (*semaphore.Keyed[string], error) {
-	e, err := r.get(bulkhead.Semaphore, name, true)
-	if err != nil {
-		return nil, err
-	}
-	return e.b.(*semaphore.Keyed[string]), nil
+	return getAs[*semaphore.Keyed[string]](r, bulkhead.Semaphore, name, true)
 }
 
 // Pool returns the pool bulkhead called name, as [Registry.Semaphore] does.
 func (r *Registry) Pool(name string) (*pool.Bulkhead, error) {
-	e, err := r.get(bulkhead.Pool, name, false)
-	if err != nil {
-		return nil, err
-	}
-	return e.b.(*pool.Bulkhead), nil
+	return getAs[*pool.Bulkhead](r, bulkhead.Pool, name, false)
 }
 
 // KeyedPool returns the keyed pool called name, one whose configuration
@@ -328,11 +312,7 @@ func (r *Registry) Pool(name string) (*pool.Bulkhead, error) {
 // Asking Pool for a keyed one, or KeyedPool for a plain one, is an error
 // that says which it is.
 func (r *Registry) KeyedPool(name string) (*pool.Keyed[string], error) {
-	e, err := r.get(bulkhead.Pool, name, true)
-	if err != nil {
-		return nil, err
-	}
-	return e.b.(*pool.Keyed[string]), nil
+	return getAs[*pool.Keyed[string]](r, bulkhead.Pool, name, true)
 }
 
 // Find returns the named bulkhead of kind k without creating it.
@@ -357,17 +337,15 @@ func (r *Registry) Instances() []bulkhead.Instance {
 
 func (r *Registry) snapshot() []*entry {
 	r.mu.Lock()
-	es := make([]*entry, 0, len(r.entries))
-	for _, e := range r.entries {
-		es = append(es, e)
-	}
-	r.mu.Unlock()
-	slices.SortFunc(es, compareEntries)
-	return es
+	defer r.mu.Unlock()
+	return r.sortedLocked()
 }
 
-func compareEntries(a, b *entry) int {
-	return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
+// sortedLocked returns r's entries by name, semaphores before pools.
+func (r *Registry) sortedLocked() []*entry {
+	return slices.SortedFunc(maps.Values(r.entries), func(a, b *entry) int {
+		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
+	})
 }
 
 // Remove takes the named bulkhead out of the registry and returns it; the
@@ -428,11 +406,7 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 		r.mu.Unlock()
 		return fmt.Errorf("registry: reconfigure: %w", bulkhead.ErrClosed)
 	}
-	es := make([]*entry, 0, len(r.entries))
-	for _, e := range r.entries {
-		es = append(es, e)
-	}
-	slices.SortFunc(es, compareEntries)
+	es := r.sortedLocked()
 	if keep {
 		var dropped []string
 		for _, e := range es {
