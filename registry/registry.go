@@ -22,17 +22,10 @@ import (
 // Config.Strict is set for a bulkhead its configuration does not list.
 var ErrNotConfigured = errors.New("registry: no such bulkhead in the configuration")
 
-// Registry holds named bulkheads of both kinds, as two namespaces: a name is
-// one semaphore and one pool at most, for the registry's life (until Remove).
-// It is safe for concurrent use. Create one with [New]; stop it with
-// [Registry.Close], which closes its pools.
-//
-// A bulkhead whose spec has an Adaptive block gets a controller that owns
-// its limit, starting from the configured limit (brought within MinLimit and
-// MaxLimit) unless InitialLimit is set. [Registry.Reconfigure] keeps the
-// controller while the block stays the same, starts a new one when it
-// changed, and detaches it (restoring the configured limit) when it went
-// away. Remove and Close detach it, leaving the limit where it is.
+// Registry holds named bulkheads, a namespace per kind (a name is one
+// semaphore and one pool at most), and is safe for concurrent use. A
+// bulkhead with an Adaptive block gets a controller that owns its limit;
+// docs/adaptive.md says when Reconfigure, Remove and Close keep it.
 type Registry struct {
 	mu         sync.Mutex
 	res        *config.Resolved // the configuration, resolved
@@ -45,9 +38,7 @@ type Registry struct {
 	collectors []*collector // the registered collectors with histograms
 	reloads    *reloads     // what Follow did, nil if it never ran
 
-	// Entry events wait in pending, in the order of the changes (made under
-	// mu), until the delivering goroutine takes them (see deliver).
-	pending    []EntryEvent
+	pending    []EntryEvent // entry events not yet delivered, in order (see deliver)
 	delivering bool
 
 	calls   event.Hub[bulkhead.Event] // every instance's per-call events
@@ -75,11 +66,8 @@ type entry struct {
 	unsub func()                  // the forwarding subscription, while listened to
 	sinks atomic.Pointer[[]*sink] // a sink per collector with histograms (written under r.mu)
 
-	// What the registry chose for the bulkhead: its config and controller,
-	// replaced under r.mu and applied with no lock held (see sync).
-	target atomic.Pointer[target]
-	// removed is set by Remove: from then on sync changes nothing.
-	removed atomic.Bool
+	target  atomic.Pointer[target] // what the registry chose, replaced under r.mu, applied by sync
+	removed atomic.Bool            // set by Remove: from then on sync changes nothing
 }
 
 // EntryEventType says what happened to a registry entry.
@@ -105,36 +93,23 @@ func (t EntryEventType) String() string {
 // EntryEvent tells registry subscribers that an entry was added, removed or
 // reconfigured.
 type EntryEvent struct {
-	Type EntryEventType
-	Name string
-	Kind bulkhead.Kind
-	// Instance is the *semaphore.Bulkhead, *semaphore.Keyed[string],
-	// *pool.Bulkhead or *pool.Keyed[string] concerned.
-	Instance bulkhead.Instance
+	Type     EntryEventType
+	Name     string
+	Kind     bulkhead.Kind
+	Instance bulkhead.Instance // a *semaphore.Bulkhead, *pool.Bulkhead or their Keyed[string]
 }
 
 // New validates cfg and creates every instance it lists. On error nothing is
 // left running.
 func New(cfg Config) (*Registry, error) {
-	res, err := config.Resolve(cfg)
-	if err != nil {
+	r := &Registry{entries: map[key]*entry{}}
+	if err := r.reconfigure(cfg, false); err != nil {
 		return nil, err
 	}
-	r := &Registry{res: res, entries: map[key]*entry{}}
-	created, err := r.createListed(res)
-	if err != nil {
-		closeEntries(created)
-		return nil, err
-	}
-	for _, e := range created {
-		r.addLocked(e) // r is not shared yet
-	}
-	r.setRecordingLocked(cfg.RecordEvents)
 	return r, nil
 }
 
-// newEntry makes a bulkhead and, for an adaptive block, its controller
-// (attached when the entry is added). It calls no user code.
+// newEntry makes a bulkhead and its controller, if any (attached by addLocked).
 func newEntry(k key, sp spec) (*entry, error) {
 	e := &entry{key: k, size: sp.size}
 	t := &target{cfg: sp}
@@ -180,7 +155,7 @@ func listed(res *config.Resolved, k bulkhead.Kind) []string {
 	return res.Semaphores()
 }
 
-// closeEntries closes the pools of entries never shared (they have no tasks).
+// closeEntries closes the pools of entries never shared.
 func closeEntries(es []*entry) {
 	for _, e := range es {
 		if p, ok := e.b.(poolCloser); ok {
@@ -189,7 +164,6 @@ func closeEntries(es []*entry) {
 	}
 }
 
-// poolCloser is a pool, keyed or not, as Close and closeEntries use it.
 type poolCloser interface {
 	Name() string
 	Close(context.Context) error
@@ -216,8 +190,7 @@ func (r *Registry) enqueueLocked(t EntryEventType, e *entry) {
 }
 
 // deliver calls the entry subscribers with the queued events, in order, with
-// no lock held; if another goroutine is delivering, that one delivers ours
-// too. After a subscriber's panic the later events stay queued.
+// no lock held, unless another goroutine is delivering them.
 func (r *Registry) deliver() {
 	r.mu.Lock()
 	if r.delivering {
@@ -238,22 +211,20 @@ func (r *Registry) deliver() {
 	r.pending = nil
 }
 
-// get returns the named entry of kind k, creating it if need be; it must be
-// keyed or not, as keyed says.
+// get returns the named entry, creating it if need be; keyed says which form it must have.
 func (r *Registry) get(k bulkhead.Kind, name string, keyed bool) (*entry, error) {
+	defer r.deliver()
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.closed {
-		r.mu.Unlock()
 		return nil, fmt.Errorf("registry: %s %q: %w", k, name, bulkhead.ErrClosed)
 	}
 	if e, ok := r.entries[key{k, name}]; ok {
-		r.mu.Unlock()
 		_, isKeyed := e.b.(bulkhead.KeyedInstance)
 		return e, kindError(e.key, isKeyed, keyed)
 	}
 	sp, ok := specOf(r.res, key{k, name})
 	if err := kindError(key{k, name}, sp.isKeyed(), keyed); err != nil {
-		r.mu.Unlock()
 		return nil, err
 	}
 	if r.res.Config().Strict && !ok {
@@ -261,22 +232,17 @@ func (r *Registry) get(k bulkhead.Kind, name string, keyed bool) (*entry, error)
 		if best := config.Closest(name, listed(r.res, k), func(s string) string { return s }); best != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", best)
 		}
-		r.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s %q%s", ErrNotConfigured, k, name, hint)
 	}
 	e, err := newEntry(key{k, name}, sp)
 	if err != nil {
-		r.mu.Unlock()
 		return nil, err
 	}
 	r.addLocked(e)
 	r.enqueueLocked(EntryAdded, e)
-	r.mu.Unlock()
-	r.deliver()
 	return e, nil
 }
 
-// getAs is get, for a bulkhead of type T.
 func getAs[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, error) {
 	e, err := r.get(k, name, keyed)
 	if err != nil {
@@ -348,9 +314,9 @@ func (r *Registry) sortedLocked() []*entry {
 	})
 }
 
-// Remove takes the named bulkhead out of the registry and returns it; the
-// caller owns it (and closes a pool). Once Remove returns, neither a
-// controller nor a Reconfigure under way changes it.
+// Remove takes the named bulkhead out of the registry and returns it to the
+// caller, who owns (and closes) it: neither a controller nor a Reconfigure
+// under way changes it after Remove returns.
 func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool) {
 	r.mu.Lock()
 	e, ok := r.entries[key{k, name}]
@@ -370,22 +336,15 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 	if !ok {
 		return nil, false
 	}
-	// One pass through the bulkhead's lock: an apply that found e not
-	// removed has landed, and every later one finds it removed. (The
-	// bulkhead's subscribers run after its unlock, so one of them may be
-	// calling Remove.)
-	_, _ = e.sync()
+	_, _ = e.sync() // through the bulkhead's lock: an apply under way has landed
 	r.deliver()
 	return e.b, true
 }
 
-// Reconfigure validates cfg and makes it the configuration: every live
-// bulkhead gets the limits cfg resolves for its name ("default" if no longer
-// listed) and listed instances not yet created are created. An invalid cfg
-// changes nothing. The limits are applied with no registry lock held
-// (subscribers may call the registry); the only error after the switch is a
-// pool refusing a new KeepAlive, which keeps its old limits. A bulkhead's
-// controller keeps its limit while its adaptive block is unchanged.
+// Reconfigure makes a valid cfg the configuration: every live bulkhead gets
+// the limits cfg resolves for its name ("default" if no longer listed), and
+// listed instances are created; an invalid cfg changes nothing. The only
+// later error is a pool refusing a new KeepAlive, which keeps its old limits.
 // Concurrent calls end with the last installed configuration everywhere.
 func (r *Registry) Reconfigure(cfg Config) error { return r.reconfigure(cfg, false) }
 
@@ -396,65 +355,13 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	if err != nil {
 		return err
 	}
-	type change struct {
-		e   *entry
-		sp  spec
-		ctl *control
-	}
 	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return fmt.Errorf("registry: reconfigure: %w", bulkhead.ErrClosed)
-	}
-	es := r.sortedLocked()
-	if keep {
-		var dropped []string
-		for _, e := range es {
-			_, was := specOf(r.res, e.key)
-			if _, still := specOf(res, e.key); was && !still {
-				dropped = append(dropped, fmt.Sprintf("%s instance %q", e.kind, e.name))
-			}
-		}
-		if len(dropped) > 0 {
-			r.mu.Unlock()
-			which := "which is"
-			if len(dropped) > 1 {
-				which = "which are"
-			}
-			return fmt.Errorf("registry: the new configuration no longer lists %s, %s in use; the running configuration stays (Remove it first)",
-				strings.Join(dropped, ", "), which)
-		}
-	}
-	plan := make([]change, 0, len(es))
-	for _, e := range es {
-		sp, _ := specOf(res, e.key)
-		if _, isKeyed := e.b.(bulkhead.KeyedInstance); isKeyed != sp.isKeyed() {
-			r.mu.Unlock()
-			return fmt.Errorf("registry: the new configuration makes %s %q %s, which it is not now; the running configuration stays (Remove it first)",
-				e.kind, e.name, map[bool]string{true: "plain", false: "keyed"}[isKeyed])
-		}
-		// The controller stays while its block does; a new or changed
-		// block starts a new one.
-		ctl := e.control()
-		switch {
-		case sp.adaptive == nil:
-			ctl = nil
-		case ctl == nil || ctl.cfg != *sp.adaptive:
-			var err error
-			if ctl, err = newControl(e, *sp.adaptive, sp.limit(e.kind)); err != nil {
-				r.mu.Unlock()
-				return fmt.Errorf("registry: %s %q: %w", e.kind, e.name, err)
-			}
-		}
-		plan = append(plan, change{e, sp, ctl})
-	}
-	created, err := r.createListed(res)
+	plan, created, err := r.planLocked(res, keep)
 	if err != nil {
 		r.mu.Unlock()
 		closeEntries(created)
 		return err
 	}
-
 	// Nothing can fail from here on: switch.
 	r.res = res
 	for _, c := range plan {
@@ -488,6 +395,52 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	}
 	r.deliver()
 	return errors.Join(errs...)
+}
+
+// change is what reconfigure gives one live entry.
+type change struct {
+	e   *entry
+	sp  spec
+	ctl *control
+}
+
+// planLocked returns what res changes for r's entries and the listed
+// instances it creates, or why res cannot replace r's configuration.
+func (r *Registry) planLocked(res *config.Resolved, keep bool) (plan []change, created []*entry, err error) {
+	if r.closed {
+		return nil, nil, fmt.Errorf("registry: reconfigure: %w", bulkhead.ErrClosed)
+	}
+	es := r.sortedLocked()
+	var dropped []string
+	for _, e := range es {
+		_, was := specOf(r.res, e.key)
+		if _, still := specOf(res, e.key); keep && was && !still {
+			dropped = append(dropped, fmt.Sprintf("%s instance %q", e.kind, e.name))
+		}
+	}
+	if len(dropped) > 0 {
+		return nil, nil, fmt.Errorf("registry: the new configuration no longer lists %s, %s in use; the running configuration stays (Remove it first)",
+			strings.Join(dropped, ", "), map[bool]string{false: "which is", true: "which are"}[len(dropped) > 1])
+	}
+	for _, e := range es {
+		sp, _ := specOf(res, e.key)
+		if _, isKeyed := e.b.(bulkhead.KeyedInstance); isKeyed != sp.isKeyed() {
+			return nil, nil, fmt.Errorf("registry: the new configuration makes %s %q %s, which it is not now; the running configuration stays (Remove it first)",
+				e.kind, e.name, map[bool]string{true: "plain", false: "keyed"}[isKeyed])
+		}
+		ctl := e.control() // kept while its block stays the same
+		switch {
+		case sp.adaptive == nil:
+			ctl = nil
+		case ctl == nil || ctl.cfg != *sp.adaptive:
+			if ctl, err = newControl(e, *sp.adaptive, sp.limit(e.kind)); err != nil {
+				return nil, nil, fmt.Errorf("registry: %s %q: %w", e.kind, e.name, err)
+			}
+		}
+		plan = append(plan, change{e, sp, ctl})
+	}
+	created, err = r.createListed(res)
+	return plan, created, err
 }
 
 // resizeLocked gives e's event ring a new size, keeping the newest events.
@@ -531,9 +484,9 @@ func (r *Registry) setRecordingLocked(on bool) {
 	}
 }
 
-// Close closes every pool as pool.Bulkhead.Close does, until ctx ends.
-// Afterwards the registry creates nothing (bulkhead.ErrClosed) but still
-// shows the bulkheads' last state. A second call waits for the first.
+// Close closes every pool as pool.Bulkhead.Close does, until ctx ends; then
+// the registry creates nothing (bulkhead.ErrClosed) but still shows them.
+// A second call waits for the first.
 func (r *Registry) Close(ctx context.Context) error {
 	if ctx == nil {
 		panic("registry: Close called with a nil Context")
@@ -572,8 +525,6 @@ func (r *Registry) Close(ctx context.Context) error {
 	wg.Wait()
 	err := errors.Join(errs...)
 	r.mu.Lock()
-	// Stop listening only now, so that the events of tasks Close ended
-	// are still seen.
 	for _, e := range r.entries {
 		e.stopListening()
 	}
@@ -583,9 +534,8 @@ func (r *Registry) Close(ctx context.Context) error {
 	return err
 }
 
-// Subscribe calls fn with the per-call events of every bulkhead, present and
-// future, until cancel; fn runs on the caller's goroutine (see package
-// bulkhead, "Callbacks"). With no listener, events cost nothing.
+// Subscribe calls fn with every bulkhead's per-call events until cancel (see
+// package bulkhead, "Callbacks"). With no listener, events cost nothing.
 func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	if fn == nil {
 		panic("registry: Subscribe called with a nil function")
@@ -606,8 +556,7 @@ func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 }
 
 // SubscribeEntries calls fn when a bulkhead is added, removed or
-// reconfigured, one event at a time in the order of the changes, with no
-// registry lock held, so fn may call the registry.
+// reconfigured, in order and with no lock held, so fn may call the registry.
 func (r *Registry) SubscribeEntries(fn func(EntryEvent)) (cancel func()) {
 	if fn == nil {
 		panic("registry: SubscribeEntries called with a nil function")
@@ -641,8 +590,7 @@ func (e *entry) stopListening() {
 	}
 }
 
-// listen subscribes r to e's events: ring, subscribers and histograms, with
-// no lock, lookup or allocation.
+// listen feeds e's events to its ring, r's subscribers and the histograms.
 func (r *Registry) listen(e *entry) {
 	if e.unsub != nil {
 		return
