@@ -88,50 +88,35 @@ type statusEvent struct {
 	Run     string    `json:"run,omitempty"`
 }
 
-// outcome is a fixed word for an event's outcome, never an error's text:
-// "rejected" (as the histograms' outcome label says), "cancelled", "deadline-exceeded", "closed" or "other"
-// (cancelled), "success", "error" or "panic" (finished), "" otherwise. It
-// is kept as its index in outcomes.
-func outcome(e *bulkhead.Event) uint8 {
+// outcome is the fixed word for an event's outcome, never an error's text:
+// "rejected" (as the histograms' outcome label says), "cancelled",
+// "deadline-exceeded", "closed" or "other" (cancelled), "success", "error"
+// or "panic" (finished), "" otherwise.
+func outcome(e *bulkhead.Event) string {
 	switch e.Type {
 	case bulkhead.EventRejected:
-		return outRejected
+		return "rejected"
 	case bulkhead.EventCancelled:
 		switch {
 		case errors.Is(e.Err, context.Canceled):
-			return outCancelled
+			return "cancelled"
 		case errors.Is(e.Err, context.DeadlineExceeded):
-			return outDeadline
+			return "deadline-exceeded"
 		case errors.Is(e.Err, bulkhead.ErrClosed):
-			return outClosed
+			return "closed"
 		}
-		return outOther
+		return "other"
 	case bulkhead.EventFinished:
 		if e.Err == nil {
-			return outSuccess
+			return "success"
 		}
 		if _, ok := errors.AsType[*bulkhead.PanicError](e.Err); ok {
-			return outPanic
+			return "panic"
 		}
-		return outError
+		return "error"
 	}
-	return outNone
+	return ""
 }
-
-const (
-	outNone = iota
-	outRejected
-	outCancelled
-	outDeadline
-	outClosed
-	outOther
-	outSuccess
-	outError
-	outPanic
-)
-
-var outcomes = [...]string{outNone: "", outRejected: "rejected", outCancelled: "cancelled", outDeadline: "deadline-exceeded",
-	outClosed: "closed", outOther: "other", outSuccess: "success", outError: "error", outPanic: "panic"}
 
 // configOf is the status page's view of b's configuration.
 func configOf(b handle) statusConfig {
@@ -200,7 +185,7 @@ func statusOf(e *entry) instanceStatus {
 	if rg := e.ring.Load(); rg != nil {
 		for _, rec := range rg.records() {
 			is.Events = append(is.Events, statusEvent{
-				Type: rec.typ.String(), Time: rec.time().UTC(), Outcome: outcomes[rec.outcome],
+				Type: rec.typ.String(), Time: rec.at.UTC(), Outcome: rec.outcome,
 				Wait: durText(rec.wait), Run: durText(rec.run),
 			})
 		}
