@@ -14,17 +14,12 @@ import (
 // value exports the gauges and counters under the bulkhead_ prefix, without
 // histograms.
 type MetricsOptions struct {
-	// Resilience4jNames uses the prefix resilience4j_bulkhead_ instead of
-	// bulkhead_, emits each of Resilience4j's names only for the kind its
-	// Micrometer binders emit it for, and adds Resilience4j's thread-pool
-	// gauges for pools, so that dashboards built for Resilience4j's
-	// Micrometer metrics keep working. See docs/metrics.md.
+	// Resilience4jNames exports the series as Resilience4j's Micrometer
+	// binders do (prefix resilience4j_bulkhead_, thread-pool gauges), so
+	// that dashboards built for them keep working (docs/metrics.md).
 	Resilience4jNames bool
-	// Histograms adds histograms of the time calls waited for a permit or
-	// a worker (with an outcome label: permitted, rejected after waiting,
-	// cancelled while waiting) and of the time they ran, fed by the
-	// bulkheads' events. Off by default: with it on, every call builds an
-	// event and reads the clock.
+	// Histograms adds histograms of the time calls waited (by outcome) and
+	// ran. With it on, every call builds an event and reads the clock.
 	Histograms bool
 	// Buckets are the histograms' upper bounds in seconds, strictly
 	// increasing; nil means prometheus.DefBuckets.
@@ -312,18 +307,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// RegisterMetrics registers a prometheus.Collector over r on reg: every
-// bulkhead's gauges and counters, read at scrape time (bulkheads created
-// later appear, removed ones disappear), and with opts.Histograms the wait
-// and run histograms. The returned function unregisters it and stops the
-// histograms. docs/metrics.md lists every metric. A nil reg is a bug in
-// the caller: RegisterMetrics panics.
-//
-// Every series is labelled with the bulkhead's name and kind only. To
-// export several registries to one prometheus.Registry, register each
-// through prometheus.WrapRegistererWith (or WrapRegistererWithPrefix) with
-// a label (or prefix) of its own; registering two as they are fails with a
-// prometheus.AlreadyRegisteredError.
+// RegisterMetrics registers on reg a prometheus.Collector over every
+// bulkhead of r, read at scrape time, labelled with name and kind only
+// (docs/metrics.md); unregister undoes it. Registering two registries on one
+// prometheus.Registry needs a label of its own for each
+// (prometheus.WrapRegistererWith).
 func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOptions) (unregister func(), err error) {
 	if reg == nil {
 		panic("registry: RegisterMetrics called with a nil prometheus.Registerer")
@@ -354,8 +342,6 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 	}
 	if err := reg.Register(c); err != nil {
 		stop()
-		// The collector's metrics are valid: they collide with some
-		// already registered, usually another Registry's.
 		return nil, fmt.Errorf("registry: RegisterMetrics: %w (is another Registry's collector registered there? "+
 			"register each through prometheus.WrapRegistererWith with a label that tells them apart)", err)
 	}
@@ -368,29 +354,25 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 	}, nil
 }
 
-// addSink adds a sink for c to e's (copy on write: read per event without
+// addSink adds a sink for c to e's, copied on write (read per event without
 // a lock). r.mu must be held.
 func (e *entry) addSink(c *collector) {
-	var next []*sink
-	if cur := e.sinks.Load(); cur != nil {
-		next = append(next, *cur...)
-	}
-	next = append(next, &sink{c: c})
+	next := append(e.sinkList(), &sink{c: c})
 	e.sinks.Store(&next)
 }
 
 // removeSink removes c's sink from e's. r.mu must be held.
 func (e *entry) removeSink(c *collector) {
-	cur := e.sinks.Load()
-	if cur == nil {
-		return
-	}
-	next := slices.DeleteFunc(slices.Clone(*cur), func(s *sink) bool { return s.c == c })
-	if len(next) == 0 {
-		e.sinks.Store(nil)
-		return
-	}
+	next := slices.DeleteFunc(e.sinkList(), func(s *sink) bool { return s.c == c })
 	e.sinks.Store(&next)
+}
+
+// sinkList returns a copy of e's sinks.
+func (e *entry) sinkList() []*sink {
+	if cur := e.sinks.Load(); cur != nil {
+		return slices.Clone(*cur)
+	}
+	return nil
 }
 
 // one is 1 for true and 0 for false.

@@ -17,23 +17,18 @@ import (
 // docs/metrics.md); the Go types are not.
 type status struct {
 	Instances []instanceStatus `json:"instances"`
-	// Reload is what Registry.Follow did, once it ran.
-	Reload *reloads `json:"reload,omitempty"`
+	Reload    *reloads         `json:"reload,omitempty"`
 }
 
 type instanceStatus struct {
-	Name   string        `json:"name"`
-	Kind   string        `json:"kind"`
-	Config statusConfig  `json:"config"`
-	Stats  statusStats   `json:"stats"`
-	Events []statusEvent `json:"events"`
-	// Adaptive is the controller's adaptive.State, for an instance with
-	// an adaptive block only.
-	Adaptive *adaptive.State `json:"adaptive,omitempty"`
-	// Keys are a keyed bulkhead's key counts, never a key.
-	Keys *bulkhead.KeyStats `json:"keys,omitempty"`
-	// Shadow is a shadowed or observe-only bulkhead's ShadowStats.
-	Shadow *bulkhead.ShadowStats `json:"shadow,omitempty"`
+	Name     string                `json:"name"`
+	Kind     string                `json:"kind"`
+	Config   statusConfig          `json:"config"`
+	Stats    statusStats           `json:"stats"`
+	Events   []statusEvent         `json:"events"`
+	Adaptive *adaptive.State       `json:"adaptive,omitempty"`
+	Keys     *bulkhead.KeyStats    `json:"keys,omitempty"`
+	Shadow   *bulkhead.ShadowStats `json:"shadow,omitempty"`
 }
 
 type statusConfig struct {
@@ -193,18 +188,11 @@ func statusOf(e *entry) instanceStatus {
 	return is
 }
 
-// Handler returns an http.Handler that serves every bulkhead's
-// configuration, statistics and recent events as JSON (GET or HEAD), like
-// Spring's bulkheads and bulkheadevents actuator endpoints together, and
-// for a bulkhead with an adaptive block its controller's adaptive.State
-// under "adaptive"; once Follow ran, what it did under "reload".
-// ?name=x limits it to the bulkheads called x (a semaphore, a pool, or
-// both; ?kind=semaphore or ?kind=pool picks one), 404 if there is none.
-//
-// It shows names, numbers and fixed words only (never the error texts of
-// calls, tags or anything from the environment), and the last error of
-// Follow, the loader's message about the file. Events appear only while
-// Config.RecordEvents is on; the handler does not turn it on.
+// Handler returns an http.Handler that serves as JSON (GET or HEAD) every
+// bulkhead's configuration, statistics, controller state and recent events
+// (while Config.RecordEvents is on), and what Follow did; ?name=x (and
+// ?kind=semaphore or pool) picks bulkheads, 404 if none. It shows names,
+// numbers and fixed words only, never an error's text but Follow's last.
 func (r *Registry) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodGet && req.Method != http.MethodHead {
