@@ -109,9 +109,4 @@ func (t *target) limit() int {
 }
 
 // control returns the controller that owns e's limit, or nil.
-func (e *entry) control() *control {
-	if t := e.target.Load(); t != nil {
-		return t.ctl
-	}
-	return nil
-}
+func (e *entry) control() *control { return e.target.Load().ctl }

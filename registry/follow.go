@@ -22,9 +22,10 @@ type reloads struct {
 }
 
 // Follow applies the file at path, read as [LoadFile] reads it, with
-// [Registry.Reconfigure], then every every until ctx ends whenever its
-// content (not its modification time) changed, all or nothing. It blocks, starting no goroutine (run it
-// in one), and returns at once with the first read's or apply's error.
+// [Registry.Reconfigure], then again every every until ctx ends whenever
+// its content (not its modification time) changed, all or nothing. It
+// blocks, starting no goroutine (run it in one), and returns at once with
+// the first read's or apply's error.
 //
 // A later file that is missing, empty or invalid, or that no longer lists an
 // instance in use, is refused and the running configuration stays. Each

@@ -154,15 +154,12 @@ func statusOf(e *entry) instanceStatus {
 	is := instanceStatus{
 		Name:   e.name,
 		Kind:   e.kind.String(),
-		Stats:  statusStats{Stats: s},
+		Stats:  statusStats{Stats: s, RejectedBy: map[string]uint64{}},
 		Config: configOf(e.b),
 		Events: []statusEvent{},
 	}
 	for _, r := range bulkhead.Reasons {
 		if n := s.RejectedBy[r]; n > 0 {
-			if is.Stats.RejectedBy == nil {
-				is.Stats.RejectedBy = map[string]uint64{}
-			}
 			is.Stats.RejectedBy[r.String()] = n
 		}
 	}

@@ -171,9 +171,7 @@ type poolCloser interface {
 
 // addLocked makes e part of r. r.mu must be held (or r not shared yet).
 func (r *Registry) addLocked(e *entry) {
-	if r.recording && e.size > 0 {
-		e.ring.Store(newRing(e.size))
-	}
+	r.setRingLocked(e)
 	for _, c := range r.collectors {
 		e.addSink(c)
 	}
@@ -370,7 +368,10 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 			old.detach()
 			c.ctl.attach(c.e)
 		}
-		r.resizeLocked(c.e, c.sp.size)
+		if c.e.size != c.sp.size {
+			c.e.size = c.sp.size
+			r.setRingLocked(c.e)
+		}
 	}
 	for _, e := range created {
 		r.addLocked(e)
@@ -443,18 +444,12 @@ func (r *Registry) planLocked(res *config.Resolved, keep bool) (plan []change, c
 	return plan, created, err
 }
 
-// resizeLocked gives e's event ring a new size, keeping the newest events.
-func (r *Registry) resizeLocked(e *entry, size int) {
-	if size == e.size {
-		return
-	}
-	e.size = size
-	if !r.recording {
-		return
-	}
+// setRingLocked gives e a ring of e.size, keeping the newest events, while
+// r records, and none otherwise.
+func (r *Registry) setRingLocked(e *entry) {
 	var next *ring
-	if size > 0 {
-		next = newRing(size)
+	if r.recording && e.size > 0 {
+		next = newRing(e.size)
 		if old := e.ring.Load(); old != nil {
 			for _, rec := range old.records() {
 				next.put(rec)
@@ -471,11 +466,7 @@ func (r *Registry) setRecordingLocked(on bool) {
 	}
 	r.recording = on
 	for _, e := range r.entries {
-		var rg *ring
-		if on && e.size > 0 {
-			rg = newRing(e.size)
-		}
-		e.ring.Store(rg)
+		r.setRingLocked(e)
 	}
 	if on {
 		r.retainLocked()

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ func (r *ring) records() []record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.full {
-		return append([]record(nil), r.buf[:r.next]...)
+		return slices.Clone(r.buf[:r.next])
 	}
-	return append(append(make([]record, 0, len(r.buf)), r.buf[r.next:]...), r.buf[:r.next]...)
+	return slices.Concat(r.buf[r.next:], r.buf[:r.next])
 }
