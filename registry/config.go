@@ -125,17 +125,14 @@ func newBulkhead(k key, sp spec, n int) (handle, error) {
 	return semaphore.New(k.name, sp.sem)
 }
 
-// kindError says why a bulkhead keyed (or not) cannot be returned by a call
-// for one that is not (or is).
-func kindError(k key, isKeyed, keyed bool) error {
+// kindError says why k, keyed or not as isKeyed says, cannot be returned
+// by a call for the other form.
+func kindError(k key, isKeyed bool) error {
 	keys, get := "maxConcurrentCallsPerKey", "Semaphore"
 	if k.kind == bulkhead.Pool {
 		keys, get = "maxRunningPerKey or queueCapacityPerKey", "Pool"
 	}
-	switch {
-	case isKeyed == keyed:
-		return nil
-	case isKeyed:
+	if isKeyed {
 		return fmt.Errorf("registry: %s %q is keyed (%s): get it with Keyed%s", k.kind, k.name, keys, get)
 	}
 	return fmt.Errorf("registry: %s %q is not keyed (no %s): get it with %s", k.kind, k.name, keys, get)

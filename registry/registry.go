@@ -209,44 +209,39 @@ func (r *Registry) deliver() {
 	r.pending = nil
 }
 
-// get returns the named entry, creating it if need be; keyed says which form it must have.
-func (r *Registry) get(k bulkhead.Kind, name string, keyed bool) (*entry, error) {
+// get returns the named bulkhead, creating it if need be; keyed says which
+// form it must have.
+func get[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, error) {
 	defer r.deliver()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var none T
 	if r.closed {
-		return nil, fmt.Errorf("registry: %s %q: %w", k, name, bulkhead.ErrClosed)
+		return none, fmt.Errorf("registry: %s %q: %w", k, name, bulkhead.ErrClosed)
 	}
 	if e, ok := r.entries[key{k, name}]; ok {
-		_, isKeyed := e.b.(bulkhead.KeyedInstance)
-		return e, kindError(e.key, isKeyed, keyed)
+		if _, isKeyed := e.b.(bulkhead.KeyedInstance); isKeyed != keyed {
+			return none, kindError(e.key, isKeyed)
+		}
+		return e.b.(T), nil
 	}
 	sp, ok := specOf(r.res, key{k, name})
-	if err := kindError(key{k, name}, sp.isKeyed(), keyed); err != nil {
-		return nil, err
+	if sp.isKeyed() != keyed {
+		return none, kindError(key{k, name}, sp.isKeyed())
 	}
 	if r.res.Config().Strict && !ok {
 		hint := ""
 		if best := config.Closest(name, listed(r.res, k), func(s string) string { return s }); best != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", best)
 		}
-		return nil, fmt.Errorf("%w: %s %q%s", ErrNotConfigured, k, name, hint)
+		return none, fmt.Errorf("%w: %s %q%s", ErrNotConfigured, k, name, hint)
 	}
 	e, err := newEntry(key{k, name}, sp)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	r.addLocked(e)
 	r.enqueueLocked(EntryAdded, e)
-	return e, nil
-}
-
-func getAs[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, error) {
-	e, err := r.get(k, name, keyed)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
 	return e.b.(T), nil
 }
 
@@ -255,7 +250,7 @@ func getAs[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, 
 // Config.Strict, an unlisted name is [ErrNotConfigured]). Concurrent first
 // calls create one. After Close it fails with bulkhead.ErrClosed.
 func (r *Registry) Semaphore(name string) (*semaphore.Bulkhead, error) {
-	return getAs[*semaphore.Bulkhead](r, bulkhead.Semaphore, name, false)
+	return get[*semaphore.Bulkhead](r, bulkhead.Semaphore, name, false)
 }
 
 // KeyedSemaphore returns the keyed semaphore called name, one whose
@@ -263,12 +258,12 @@ func (r *Registry) Semaphore(name string) (*semaphore.Bulkhead, error) {
 // Asking Semaphore for a keyed one, or KeyedSemaphore for a plain one, is an
 // error that says which it is.
 func (r *Registry) KeyedSemaphore(name string) (*semaphore.Keyed[string], error) {
-	return getAs[*semaphore.Keyed[string]](r, bulkhead.Semaphore, name, true)
+	return get[*semaphore.Keyed[string]](r, bulkhead.Semaphore, name, true)
 }
 
 // Pool returns the pool bulkhead called name, as [Registry.Semaphore] does.
 func (r *Registry) Pool(name string) (*pool.Bulkhead, error) {
-	return getAs[*pool.Bulkhead](r, bulkhead.Pool, name, false)
+	return get[*pool.Bulkhead](r, bulkhead.Pool, name, false)
 }
 
 // KeyedPool returns the keyed pool called name, one whose configuration
@@ -276,7 +271,7 @@ func (r *Registry) Pool(name string) (*pool.Bulkhead, error) {
 // Asking Pool for a keyed one, or KeyedPool for a plain one, is an error
 // that says which it is.
 func (r *Registry) KeyedPool(name string) (*pool.Keyed[string], error) {
-	return getAs[*pool.Keyed[string]](r, bulkhead.Pool, name, true)
+	return get[*pool.Keyed[string]](r, bulkhead.Pool, name, true)
 }
 
 // Find returns the named bulkhead of kind k without creating it.
