@@ -44,7 +44,6 @@ type collector struct {
 var reloadsDesc = prometheus.NewDesc("bulkhead_config_reloads_total",
 	"Configurations Registry.Follow read, by result: applied, or refused (the running configuration stayed).", []string{"result"}, nil)
 
-// histograms are one bulkhead's histogram series.
 type histograms struct {
 	permitted, rejected, cancelled, run prometheus.Observer
 }
@@ -375,7 +374,6 @@ func (e *entry) sinkList() []*sink {
 	return nil
 }
 
-// one is 1 for true and 0 for false.
 func one(b bool) float64 {
 	if b {
 		return 1

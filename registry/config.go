@@ -92,10 +92,8 @@ func specOf(res *config.Resolved, k key) (spec, bool) {
 	return spec{sem: c, keyed: x.Keyed, size: x.Buffer, adaptive: x.Adaptive}, ok
 }
 
-// isKeyed reports whether sp is a keyed semaphore's or a keyed pool's.
 func (sp spec) isKeyed() bool { return sp.keyed != nil || sp.keyedPool != nil }
 
-// limit is sp's MaxConcurrentCalls or MaxWorkers.
 func (sp spec) limit(k bulkhead.Kind) int {
 	if k == bulkhead.Pool {
 		return sp.pool.MaxWorkers

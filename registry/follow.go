@@ -101,7 +101,6 @@ func (r *Registry) noteReload(path string, err error) {
 	st.LastApplied = time.Now()
 }
 
-// clearReloadError removes the last error from the status.
 func (r *Registry) clearReloadError() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -128,7 +128,7 @@ func newEntry(k key, sp spec) (*entry, error) {
 }
 
 // createListed creates the instances res lists that r does not hold, without
-// adding them; on error it returns them for closeEntries.
+// adding them; on error it returns them for closePools.
 func (r *Registry) createListed(res *config.Resolved) ([]*entry, error) {
 	var created []*entry
 	for _, k := range kinds {
@@ -155,18 +155,22 @@ func listed(res *config.Resolved, k bulkhead.Kind) []string {
 	return res.Semaphores()
 }
 
-// closeEntries closes the pools of entries never shared.
-func closeEntries(es []*entry) {
-	for _, e := range es {
-		if p, ok := e.b.(poolCloser); ok {
-			_ = p.Close(context.Background())
+// closePools closes the pools among es, keyed or not, at once, until ctx
+// ends.
+func closePools(ctx context.Context, es []*entry) error {
+	errs := make([]error, len(es))
+	var wg sync.WaitGroup
+	for i, e := range es {
+		if p, ok := e.b.(interface{ Close(context.Context) error }); ok {
+			wg.Go(func() {
+				if err := p.Close(ctx); err != nil {
+					errs[i] = fmt.Errorf("registry: closing pool %q: %w", e.name, err)
+				}
+			})
 		}
 	}
-}
-
-type poolCloser interface {
-	Name() string
-	Close(context.Context) error
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // addLocked makes e part of r. r.mu must be held (or r not shared yet).
@@ -182,7 +186,6 @@ func (r *Registry) addLocked(e *entry) {
 	r.entries[e.key] = e
 }
 
-// enqueueLocked queues an entry event, in the order of the changes.
 func (r *Registry) enqueueLocked(t EntryEventType, e *entry) {
 	r.pending = append(r.pending, EntryEvent{Type: t, Name: e.name, Kind: e.kind, Instance: e.b})
 }
@@ -352,7 +355,7 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	plan, created, err := r.planLocked(res, keep)
 	if err != nil {
 		r.mu.Unlock()
-		closeEntries(created)
+		_ = closePools(context.Background(), created) // never shared: no tasks
 		return err
 	}
 	// Nothing can fail from here on: switch.
@@ -490,26 +493,12 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.closeDone = make(chan struct{})
-	var pools []poolCloser
-	for _, e := range r.entries {
+	es := slices.Collect(maps.Values(r.entries))
+	for _, e := range es {
 		e.control().detach()
-		if p, ok := e.b.(poolCloser); ok {
-			pools = append(pools, p)
-		}
 	}
 	r.mu.Unlock()
-
-	errs := make([]error, len(pools))
-	var wg sync.WaitGroup
-	for i, p := range pools {
-		wg.Go(func() {
-			if err := p.Close(ctx); err != nil {
-				errs[i] = fmt.Errorf("registry: closing pool %q: %w", p.Name(), err)
-			}
-		})
-	}
-	wg.Wait()
-	err := errors.Join(errs...)
+	err := closePools(ctx, es)
 	r.mu.Lock()
 	for _, e := range r.entries {
 		e.stopListening()
