@@ -177,26 +177,26 @@ func (c *Priorities) Ceiling(p Priority, limit int) int {
 // package's Shadow).
 type ShadowStats struct {
 	// Limit is the shadow's limit of concurrent calls (a pool's: MaxWorkers).
-	Limit int
+	Limit int `json:"limit"`
 	// InUse is the number of shadow permits held now: the calls that the
 	// shadow would have let run and that are still running.
-	InUse int
+	InUse int `json:"inUse"`
 	// QueueDepth is the number of shadow queue slots held now (pool): the
 	// tasks the shadow would have kept queued; 0 for a semaphore.
-	QueueDepth int
+	QueueDepth int `json:"queueDepth,omitempty"`
 	// QueueCapacity is the shadow's queue capacity (pool); 0 for a
 	// semaphore.
-	QueueCapacity int
+	QueueCapacity int `json:"queueCapacity,omitempty"`
 	// WouldReject counts the calls that found the shadow full and could not
 	// have waited for it (its MaxWaitDuration is 0).
-	WouldReject uint64
+	WouldReject uint64 `json:"wouldReject"`
 	// WouldWait counts the calls that found the shadow full and would have
 	// had to wait for it; how long is not simulated.
-	WouldWait uint64
+	WouldWait uint64 `json:"wouldWait"`
 	// WouldTimeOut counts the calls that waited for their permit longer
 	// than the shadow's MaxWaitDuration (a pool's: QueueTimeout).
-	WouldTimeOut uint64
+	WouldTimeOut uint64 `json:"wouldTimeOut"`
 	// Observe is true when the bulkhead enforces nothing and its own limit
 	// is the shadow.
-	Observe bool
+	Observe bool `json:"observe,omitempty"`
 }

@@ -15,10 +15,8 @@ type target struct {
 	ctl *control // nil without an adaptive block
 }
 
-// control is an adaptive controller that the registry attached to a
-// bulkhead. The registry sets the limit for it (see entry.sync), so that
-// the controller's limit and the registry's other fields never undo each
-// other.
+// control is an adaptive controller the registry attached to a bulkhead;
+// entry.sync applies its limit with the registry's other fields.
 type control struct {
 	cfg   adaptive.Config
 	c     *adaptive.Controller
@@ -26,9 +24,8 @@ type control struct {
 	unsub func()       // its subscription to the bulkhead's events (r.mu)
 }
 
-// newControl makes a controller for e's bulkhead, whose configured limit is
-// configured, and records the initial limit it chooses without applying it.
-// It subscribes to nothing: attach does.
+// newControl makes a controller for e's bulkhead and records the initial
+// limit it chooses, without applying it or subscribing (attach does).
 func newControl(e *entry, cfg adaptive.Config, configured int) (*control, error) {
 	ctl := &control{cfg: cfg}
 	c, err := adaptive.New(cfg, configured, func(n int) error { return e.setLimit(ctl, n) })
@@ -55,10 +52,8 @@ func (ctl *control) detach() {
 	}
 }
 
-// setLimit is the controller's set function. It runs on the goroutines of
-// the bulkhead's events, which attach subscribes only after newControl has
-// set ctl.c; before, adaptive.New is choosing the initial limit, which the
-// registry applies itself.
+// setLimit is the controller's set function; before newControl set ctl.c,
+// adaptive.New is choosing the initial limit, which the registry applies.
 func (e *entry) setLimit(ctl *control, n int) error {
 	ctl.limit.Store(int64(n))
 	if ctl.c == nil {
@@ -68,13 +63,11 @@ func (e *entry) setLimit(ctl *control, n int) error {
 	return err
 }
 
-// sync gives e's bulkhead the configuration the registry chose for it, with
-// the limit of the controller that owns it, and reports whether that changed
-// anything. It holds no registry lock (the bulkhead's subscribers run here).
-// What is wanted is read under the bulkhead's own lock, so that, whoever
-// of the registry's Reconfigure and the controller calls it, the last to
-// apply gives the bulkhead the latest of both; once Remove set removed, it
-// changes nothing (see Registry.Remove).
+// sync gives e's bulkhead the configuration the registry chose, with its
+// controller's limit, and reports whether that changed anything. It reads
+// what is wanted under the bulkhead's lock, so that of Reconfigure and the
+// controller the last to apply gives the latest of both; after Remove it
+// changes nothing. It holds no registry lock (subscribers run here).
 func (e *entry) sync() (changed bool, err error) {
 	switch b := e.b.(type) {
 	case conditional[semaphore.Config]:
@@ -116,9 +109,4 @@ func (t *target) limit() int {
 }
 
 // control returns the controller that owns e's limit, or nil.
-func (e *entry) control() *control {
-	if t := e.target.Load(); t != nil {
-		return t.ctl
-	}
-	return nil
-}
+func (e *entry) control() *control { return e.target.Load().ctl }

@@ -14,17 +14,12 @@ import (
 // value exports the gauges and counters under the bulkhead_ prefix, without
 // histograms.
 type MetricsOptions struct {
-	// Resilience4jNames uses the prefix resilience4j_bulkhead_ instead of
-	// bulkhead_, emits each of Resilience4j's names only for the kind its
-	// Micrometer binders emit it for, and adds Resilience4j's thread-pool
-	// gauges for pools, so that dashboards built for Resilience4j's
-	// Micrometer metrics keep working. See docs/metrics.md.
+	// Resilience4jNames exports the series as Resilience4j's Micrometer
+	// binders do (prefix resilience4j_bulkhead_, thread-pool gauges), so
+	// that dashboards built for them keep working (docs/metrics.md).
 	Resilience4jNames bool
-	// Histograms adds histograms of the time calls waited for a permit or
-	// a worker (with an outcome label: permitted, rejected after waiting,
-	// cancelled while waiting) and of the time they ran, fed by the
-	// bulkheads' events. Off by default: with it on, every call builds an
-	// event and reads the clock.
+	// Histograms adds histograms of the time calls waited (by outcome) and
+	// ran. With it on, every call builds an event and reads the clock.
 	Histograms bool
 	// Buckets are the histograms' upper bounds in seconds, strictly
 	// increasing; nil means prometheus.DefBuckets.
@@ -40,7 +35,6 @@ type collector struct {
 	fixed   []bulkhead.Instance // without r: the bulkheads to read
 	reasons *prometheus.Desc    // rejections_total{name,kind,reason}
 	keyed   *prometheus.Desc    // keyed_rejections_total{name,kind,reason}
-	shadow  shadowDescs
 
 	wait, run *prometheus.HistogramVec
 	stopped   bool // unregistered (r.mu)
@@ -50,7 +44,6 @@ type collector struct {
 var reloadsDesc = prometheus.NewDesc("bulkhead_config_reloads_total",
 	"Configurations Registry.Follow read, by result: applied, or refused (the running configuration stayed).", []string{"result"}, nil)
 
-// histograms are one bulkhead's histogram series.
 type histograms struct {
 	permitted, rejected, cancelled, run prometheus.Observer
 }
@@ -63,14 +56,30 @@ type sink struct {
 	h atomic.Pointer[histograms] // nil until the bulkhead's first event
 }
 
-// metricDesc is one series of a bulkhead, read from its Stats (val) or, for
-// a keyed bulkhead only, from its KeyStats (key).
+// metricDesc is one series of a bulkhead, read from its Stats (val), or
+// from a keyed bulkhead's KeyStats (key) or a shadowed one's ShadowStats
+// (shadow) only.
 type metricDesc struct {
-	desc *prometheus.Desc
-	typ  prometheus.ValueType
-	val  func(s bulkhead.Stats) float64
-	key  func(s bulkhead.KeyStats) float64
-	only bulkhead.Kind // the one kind it is emitted for; 0: both
+	desc   *prometheus.Desc
+	typ    prometheus.ValueType
+	val    func(s bulkhead.Stats) float64
+	key    func(s bulkhead.KeyStats) float64
+	shadow func(s bulkhead.ShadowStats) float64
+	only   bulkhead.Kind // the one kind it is emitted for; 0: both
+}
+
+// shadowed is a bulkhead with a shadow limit or observe mode
+// (*semaphore.Bulkhead, *pool.Bulkhead).
+type shadowed interface {
+	ShadowStats() (bulkhead.ShadowStats, bool)
+}
+
+// shadowOf returns b's ShadowStats, if b has a shadow.
+func shadowOf(b bulkhead.Instance) (bulkhead.ShadowStats, bool) {
+	if s, ok := b.(shadowed); ok {
+		return s.ShadowStats()
+	}
+	return bulkhead.ShadowStats{}, false
 }
 
 // micrometerKind is the kind that Resilience4j's Micrometer binders emit
@@ -100,7 +109,13 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 	km := func(t prometheus.ValueType, name, help string, key func(s bulkhead.KeyStats) float64) metricDesc {
 		return metricDesc{desc: prometheus.NewDesc(prefix+name, help, labels, nil), typ: t, key: key}
 	}
-	c.shadow = newShadowDescs(prefix)
+	sm := func(t prometheus.ValueType, name, help string, shadow func(s bulkhead.ShadowStats) float64) metricDesc {
+		return metricDesc{desc: prometheus.NewDesc(prefix+"shadow_"+name, help, labels, nil), typ: t, shadow: shadow}
+	}
+	poolOnly := func(d metricDesc) metricDesc {
+		d.only = bulkhead.Pool
+		return d
+	}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	c.metrics = []metricDesc{
 		m(g, "available_concurrent_calls", "Calls that may start now: max allowed minus in flight, never below 0.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
@@ -119,6 +134,14 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		km(g, "active_keys", "Keys of a keyed bulkhead that hold or wait for capacity now.", func(s bulkhead.KeyStats) float64 { return float64(s.ActiveKeys) }),
 		km(g, "idle_keys", "Entries of idle keys a keyed bulkhead keeps for reuse.", func(s bulkhead.KeyStats) float64 { return float64(s.IdleKeys) }),
 		km(k, "keys_evicted_total", "Entries of idle keys a keyed bulkhead removed from its cache.", func(s bulkhead.KeyStats) float64 { return float64(s.Evicted) }),
+		sm(g, "max_allowed_concurrent_calls", "The shadow's limit, evaluated and never enforced (with observe: the configured limit).", func(s bulkhead.ShadowStats) float64 { return float64(s.Limit) }),
+		sm(g, "in_flight_calls", "Shadow permits (a pool's: shadow workers) held now: calls the shadow would have let run that are still running.", func(s bulkhead.ShadowStats) float64 { return float64(s.InUse) }),
+		poolOnly(sm(g, "queue_depth", "A pool's shadow queue slots held now: tasks the shadow would have kept queued.", func(s bulkhead.ShadowStats) float64 { return float64(s.QueueDepth) })),
+		poolOnly(sm(g, "queue_capacity", "A pool's shadow queue capacity.", func(s bulkhead.ShadowStats) float64 { return float64(s.QueueCapacity) })),
+		sm(g, "observe", "1 for a bulkhead that enforces nothing and evaluates its own limit as a shadow, else 0.", func(s bulkhead.ShadowStats) float64 { return one(s.Observe) }),
+		sm(k, "would_reject_total", "Calls that found the shadow full and would have been refused at once (a shadow without waiting).", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldReject) }),
+		sm(k, "would_wait_total", "Calls that found the shadow full and would have had to wait for it.", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldWait) }),
+		sm(k, "would_time_out_total", "Calls that waited for their permit longer than the shadow's maximum wait.", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldTimeOut) }),
 	}
 	c.keyed = prometheus.NewDesc(prefix+"keyed_rejections_total",
 		"Calls a keyed bulkhead refused, by reason: key (its key's limit), total (the shared total) or keys (MaxActiveKeys).", []string{"name", "kind", "reason"}, nil)
@@ -126,17 +149,12 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		"Calls refused, by reason (full, timeout, waiters, deadline, codel, key, total, keys, priority, displaced); "+
 			"they add up to calls_rejected_total.", []string{"name", "kind", "reason"}, nil)
 	if opts.Resilience4jNames {
-		p := func(name, help string, val func(s bulkhead.Stats) float64) metricDesc {
-			d := m(g, name, help, val)
-			d.only = bulkhead.Pool
-			return d
-		}
 		c.metrics = append(c.metrics,
-			p("thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			p("max_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers.", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			p("core_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers (a Go pool has no core size).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-			p("active_thread_count", "Pool only, for Resilience4j dashboards: tasks running now.", func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
-			p("available_thread_count", "Pool only, for Resilience4j dashboards: workers free now.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }))
+			poolOnly(m(g, "thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) })),
+			poolOnly(m(g, "max_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers.", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) })),
+			poolOnly(m(g, "core_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers (a Go pool has no core size).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) })),
+			poolOnly(m(g, "active_thread_count", "Pool only, for Resilience4j dashboards: tasks running now.", func(s bulkhead.Stats) float64 { return float64(s.InFlight) })),
+			poolOnly(m(g, "available_thread_count", "Pool only, for Resilience4j dashboards: workers free now.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) })))
 	}
 	if !opts.Histograms {
 		return c, nil
@@ -232,7 +250,6 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- reloadsDesc
 	ch <- c.reasons
 	ch <- c.keyed
-	c.shadow.describe(ch)
 	if c.wait != nil {
 		c.wait.Describe(ch)
 		c.run.Describe(ch)
@@ -249,7 +266,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range bs {
 		s, name := b.Stats(), b.Name()
 		kind := s.Kind.String()
-		c.shadow.collect(ch, b, name, kind)
 		by := s.RejectedBy
 		k, keyed := b.(bulkhead.KeyedInstance)
 		var ks bulkhead.KeyStats
@@ -261,11 +277,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(c.keyed, prometheus.CounterValue, float64(by[r]), name, kind, r.String())
 			}
 		}
+		ss, shadowed := shadowOf(b)
 		for _, d := range c.metrics { // label values: names are valid UTF-8 (every New checks)
 			switch {
+			case d.only != 0 && d.only != s.Kind:
 			case d.key != nil && keyed:
 				ch <- prometheus.MustNewConstMetric(d.desc, d.typ, d.key(ks), name, kind)
-			case d.val != nil && (d.only == 0 || d.only == s.Kind):
+			case d.shadow != nil && shadowed:
+				ch <- prometheus.MustNewConstMetric(d.desc, d.typ, d.shadow(ss), name, kind)
+			case d.val != nil:
 				ch <- prometheus.MustNewConstMetric(d.desc, d.typ, d.val(s), name, kind)
 			}
 		}
@@ -286,18 +306,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// RegisterMetrics registers a prometheus.Collector over r on reg: every
-// bulkhead's gauges and counters, read at scrape time (bulkheads created
-// later appear, removed ones disappear), and with opts.Histograms the wait
-// and run histograms. The returned function unregisters it and stops the
-// histograms. docs/metrics.md lists every metric. A nil reg is a bug in
-// the caller: RegisterMetrics panics.
-//
-// Every series is labelled with the bulkhead's name and kind only. To
-// export several registries to one prometheus.Registry, register each
-// through prometheus.WrapRegistererWith (or WrapRegistererWithPrefix) with
-// a label (or prefix) of its own; registering two as they are fails with a
-// prometheus.AlreadyRegisteredError.
+// RegisterMetrics registers on reg a prometheus.Collector over every
+// bulkhead of r, read at scrape time, labelled with name and kind only
+// (docs/metrics.md); unregister undoes it. Registering two registries on one
+// prometheus.Registry needs a label of its own for each
+// (prometheus.WrapRegistererWith).
 func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOptions) (unregister func(), err error) {
 	if reg == nil {
 		panic("registry: RegisterMetrics called with a nil prometheus.Registerer")
@@ -328,8 +341,6 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 	}
 	if err := reg.Register(c); err != nil {
 		stop()
-		// The collector's metrics are valid: they collide with some
-		// already registered, usually another Registry's.
 		return nil, fmt.Errorf("registry: RegisterMetrics: %w (is another Registry's collector registered there? "+
 			"register each through prometheus.WrapRegistererWith with a label that tells them apart)", err)
 	}
@@ -342,32 +353,27 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 	}, nil
 }
 
-// addSink adds a sink for c to e's (copy on write: read per event without
+// addSink adds a sink for c to e's, copied on write (read per event without
 // a lock). r.mu must be held.
 func (e *entry) addSink(c *collector) {
-	var next []*sink
-	if cur := e.sinks.Load(); cur != nil {
-		next = append(next, *cur...)
-	}
-	next = append(next, &sink{c: c})
+	next := append(e.sinkList(), &sink{c: c})
 	e.sinks.Store(&next)
 }
 
 // removeSink removes c's sink from e's. r.mu must be held.
 func (e *entry) removeSink(c *collector) {
-	cur := e.sinks.Load()
-	if cur == nil {
-		return
-	}
-	next := slices.DeleteFunc(slices.Clone(*cur), func(s *sink) bool { return s.c == c })
-	if len(next) == 0 {
-		e.sinks.Store(nil)
-		return
-	}
+	next := slices.DeleteFunc(e.sinkList(), func(s *sink) bool { return s.c == c })
 	e.sinks.Store(&next)
 }
 
-// one is 1 for true and 0 for false.
+// sinkList returns a copy of e's sinks.
+func (e *entry) sinkList() []*sink {
+	if cur := e.sinks.Load(); cur != nil {
+		return slices.Clone(*cur)
+	}
+	return nil
+}
+
 func one(b bool) float64 {
 	if b {
 		return 1

@@ -13,63 +13,45 @@ import (
 )
 
 // Config is a registry's configuration, built in code or read with [Load]
-// or [LoadFile]: SemaphoreConfigs and PoolConfigs are the shared
-// configurations by name (Spring's configs), Semaphores and Pools the
-// instances New creates; Strict makes Semaphore and Pool fail with
-// [ErrNotConfigured] for a name not listed instead of creating it from
-// "default"; RecordEvents keeps every bulkhead's last events for the
-// Handler; Warnings are what Load accepted but does not do as Spring would.
-// The two kinds are two namespaces. A nil field is unset and inherited from
-// the BaseConfig chain (or "default"), then semaphore.DefaultConfig() or
-// pool.DefaultConfig(). Validate joins one [*ConfigError] per problem.
-// docs/configuration.md has the details.
+// or [LoadFile]: SemaphoreConfigs and PoolConfigs (shared, by name),
+// Semaphores and Pools (the instances New creates), Strict (an unlisted name
+// is [ErrNotConfigured]), RecordEvents (keep recent events for the Handler)
+// and Warnings (what Load does not do as Spring would). A nil field is
+// inherited from the BaseConfig chain (or "default"), then the kind's
+// DefaultConfig(); docs/configuration.md has the details.
 type Config = config.Config
 
 // SemaphoreSpec configures a semaphore or a shared semaphore configuration:
 // BaseConfig, MaxConcurrentCalls, MaxWaitDuration, EventBufferSize (0 to
-// 10000, 100 if unset), Adaptive (an adaptive.Config, inherited whole) and
-// the [Line]'s fields.
+// 10000, 100 if unset), Adaptive (inherited whole) and the [Line]'s fields.
 type SemaphoreSpec = config.SemaphoreSpec
 
 // PoolSpec configures a pool or a shared pool configuration: BaseConfig,
-// MaxWorkers (maxThreadPoolSize), CoreWorkers (no effect; above MaxWorkers
-// refused), QueueCapacity, QueueTimeout (maxWaitDuration), KeepAlive,
-// EventBufferSize, Adaptive, the [Line]'s fields, Priorities and Displace
-// (YAML priorities: {ceilings, aging, displace}) and Shadow (YAML shadow:
-// {maxThreadPoolSize, queueCapacity, maxWaitDuration}, inherited whole;
-// docs/pool.md), the last three this library's extensions.
+// MaxWorkers (maxThreadPoolSize), CoreWorkers (no effect), QueueCapacity,
+// QueueTimeout (maxWaitDuration), KeepAlive, EventBufferSize, Adaptive, the
+// [Line]'s fields, Priorities, Displace and Shadow (docs/pool.md).
 type PoolSpec = config.PoolSpec
 
 // Line is the shedding rules of a bulkhead's line of waiters, inside
-// SemaphoreSpec and PoolSpec: semaphore.Config's and pool.Config's
-// MaxWaitingCalls, LIFOThreshold, MinDeadlineSlack, QueueOrder and CoDel
-// (YAML maxWaitingCalls, lifoThreshold, minDeadlineSlack, queueOrder
-// fifo|lifo|adaptiveLifo and codel: {targetDelay, interval}, this
-// library's extensions; docs/shedding.md). Each is inherited on its own,
-// CoDel as a whole.
+// SemaphoreSpec and PoolSpec: MaxWaitingCalls, LIFOThreshold,
+// MinDeadlineSlack, QueueOrder and CoDel, each inherited on its own
+// (docs/shedding.md).
 type Line = config.Line
 
 // Extras is a semaphore's Priorities, Shadow and Observe, inside
-// SemaphoreSpec (YAML priorities: {ceilings: {sheddable, sheddablePlus,
-// critical}, aging}, shadow: {maxConcurrentCalls, maxWaitDuration} and
-// observe, this library's extensions; docs/priorities.md, docs/semaphore.md).
+// SemaphoreSpec (docs/priorities.md, docs/semaphore.md).
 type Extras = config.Extras
 
 // ConfigError is one problem of a configuration: File, Line (0 for values
-// built in code), Path (a key path or a Go expression), Profile (of the
-// document it is in) and Msg, which names the entry, field and value.
+// built in code), Path, Profile (of its document) and Msg, which names the
+// entry, field and value.
 type ConfigError = config.Error
 
 // Load reads the resilience4j.bulkhead and resilience4j.thread-pool-bulkhead
-// sections of a Spring Boot YAML file as Spring binds them: configs and
-// instances (or backends), nested or dotted keys, relaxed names, anchors,
-// aliases and merge keys, documents later over earlier key by key, profile
-// documents (spring.config.activate.on-profile) for the active profiles
-// (spring.profiles.active or SPRING_PROFILES_ACTIVE), and placeholders
-// ${NAME:default} from the environment and the file. An unknown key, a bad
-// value or a file that configures nothing is an error naming the line, the
-// key and the value; the error joins up to 20 [*ConfigError]. Load reads at
-// most 4 MiB. docs/configuration.md lists every key. A nil r panics.
+// sections of a Spring Boot YAML file (at most 4 MiB) as Spring binds them,
+// with profiles and placeholders (docs/configuration.md). An unknown key, a
+// bad value or a file that configures nothing is an error joining up to 20
+// [*ConfigError].
 func Load(r io.Reader) (Config, error) {
 	if r == nil {
 		panic("registry: Load called with a nil io.Reader")
@@ -89,8 +71,8 @@ func LoadFile(path string) (Config, error) {
 	return c, err
 }
 
-// spec is what a configuration resolves for one bulkhead: the config of
-// its kind (those of the other kinds are unused).
+// spec is what a configuration resolves for one bulkhead: the config of its
+// kind, the others unused.
 type spec struct {
 	sem       semaphore.Config
 	pool      pool.Config
@@ -110,10 +92,8 @@ func specOf(res *config.Resolved, k key) (spec, bool) {
 	return spec{sem: c, keyed: x.Keyed, size: x.Buffer, adaptive: x.Adaptive}, ok
 }
 
-// isKeyed reports whether sp is a keyed semaphore's or a keyed pool's.
 func (sp spec) isKeyed() bool { return sp.keyed != nil || sp.keyedPool != nil }
 
-// limit is sp's MaxConcurrentCalls or MaxWorkers.
 func (sp spec) limit(k bulkhead.Kind) int {
 	if k == bulkhead.Pool {
 		return sp.pool.MaxWorkers
@@ -129,8 +109,7 @@ func (sp spec) withLimit(n int) spec {
 	return sp
 }
 
-// newBulkhead creates the bulkhead of kind k that sp describes, with the
-// limit n if not 0.
+// newBulkhead creates the bulkhead sp describes, with the limit n if not 0.
 func newBulkhead(k key, sp spec, n int) (handle, error) {
 	sp = sp.withLimit(n)
 	switch {
@@ -144,17 +123,14 @@ func newBulkhead(k key, sp spec, n int) (handle, error) {
 	return semaphore.New(k.name, sp.sem)
 }
 
-// kindError says why a bulkhead of the wrong form for the call (keyed or
-// not) cannot be returned.
-func kindError(k key, isKeyed, keyed bool) error {
+// kindError says why k, keyed or not as isKeyed says, cannot be returned
+// by a call for the other form.
+func kindError(k key, isKeyed bool) error {
 	keys, get := "maxConcurrentCallsPerKey", "Semaphore"
 	if k.kind == bulkhead.Pool {
 		keys, get = "maxRunningPerKey or queueCapacityPerKey", "Pool"
 	}
-	switch {
-	case isKeyed == keyed:
-		return nil
-	case isKeyed:
+	if isKeyed {
 		return fmt.Errorf("registry: %s %q is keyed (%s): get it with Keyed%s", k.kind, k.name, keys, get)
 	}
 	return fmt.Errorf("registry: %s %q is not keyed (no %s): get it with %s", k.kind, k.name, keys, get)

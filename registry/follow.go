@@ -21,22 +21,16 @@ type reloads struct {
 	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
 }
 
-// Follow keeps the registry configured from the file at path, read as
-// [LoadFile] reads it (with its profile files): it reads it and applies it
-// with [Registry.Reconfigure], then reads it again every every until ctx
-// ends, applying each configuration whose content changed, all or nothing.
-// It blocks, and starts no goroutine of its own: run it in one, as with
-// http.Server.Serve. It returns at once with the error of the first read
-// or apply, and ctx's error when ctx ends.
+// Follow applies the file at path, read as [LoadFile] reads it, with
+// [Registry.Reconfigure], then again every every until ctx ends whenever
+// its content (not its modification time) changed, all or nothing. It
+// blocks, starting no goroutine (run it in one), and returns at once with
+// the first read's or apply's error.
 //
-// It compares the files' content, not their modification times, so a
-// Kubernetes ConfigMap's symlink swap is seen. A later file that is
-// missing, empty or invalid, or whose configuration no longer lists an
-// instance the running one lists and the registry holds, is refused: the
-// running configuration stays. Each outcome is counted once per content
-// (bulkhead_config_reloads_total{result="applied"|"refused"}), and the
-// status page shows the last applied time and the last error, which the
-// running content's return clears.
+// A later file that is missing, empty or invalid, or that no longer lists an
+// instance in use, is refused and the running configuration stays. Each
+// outcome is counted once per content in bulkhead_config_reloads_total and
+// shown on the status page (docs/configuration.md, "Following a file").
 func (r *Registry) Follow(ctx context.Context, path string, every time.Duration) error {
 	if ctx == nil {
 		panic("registry: Follow called with a nil Context")
@@ -52,10 +46,8 @@ func (r *Registry) Follow(ctx context.Context, path string, every time.Duration)
 		return err
 	}
 	r.noteReload(path, nil)
-	// What the last refusal refused: the content, or (when nothing could
-	// be read) the error's message.
-	var refused []config.Source
-	refusedMsg := ""
+	// What the last read found: its content, or the error that left none.
+	seen, seenMsg := running, ""
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -66,27 +58,22 @@ func (r *Registry) Follow(ctx context.Context, path string, every time.Duration)
 		}
 		cfg, srcs, err := config.LoadFile(path, os.LookupEnv)
 		switch {
-		case srcs != nil && sameSources(srcs, running):
-			if refused != nil || refusedMsg != "" { // the running content is back
-				r.clearReloadError()
-				refused, refusedMsg = nil, ""
-			}
-			continue
-		case srcs != nil && sameSources(srcs, refused),
-			srcs == nil && err != nil && err.Error() == refusedMsg:
+		case srcs != nil && sameSources(srcs, seen), srcs == nil && err != nil && err.Error() == seenMsg:
 			continue // counted already
+		case srcs != nil && sameSources(srcs, running):
+			r.clearReloadError() // the running content is back after a refusal
+			seen, seenMsg = running, ""
+			continue
 		}
 		if err == nil {
 			err = r.reconfigure(cfg, true)
 		}
 		r.noteReload(path, err)
-		switch {
-		case err == nil:
-			running, refused, refusedMsg = srcs, nil, ""
-		case srcs != nil:
-			refused, refusedMsg = srcs, ""
-		default:
-			refused, refusedMsg = nil, err.Error()
+		seen, seenMsg = srcs, ""
+		if err == nil {
+			running = srcs
+		} else if srcs == nil {
+			seenMsg = err.Error()
 		}
 	}
 }
@@ -114,8 +101,6 @@ func (r *Registry) noteReload(path string, err error) {
 	st.LastApplied = time.Now()
 }
 
-// clearReloadError removes the last error from the status: the running
-// content is back after a refusal.
 func (r *Registry) clearReloadError() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

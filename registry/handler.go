@@ -17,24 +17,18 @@ import (
 // docs/metrics.md); the Go types are not.
 type status struct {
 	Instances []instanceStatus `json:"instances"`
-	// Reload is what Registry.Follow did, once it ran.
-	Reload *reloads `json:"reload,omitempty"`
+	Reload    *reloads         `json:"reload,omitempty"`
 }
 
 type instanceStatus struct {
-	Name   string        `json:"name"`
-	Kind   string        `json:"kind"`
-	Config statusConfig  `json:"config"`
-	Stats  statusStats   `json:"stats"`
-	Events []statusEvent `json:"events"`
-	// Adaptive is the controller's adaptive.State, for an instance with
-	// an adaptive block only.
-	Adaptive *adaptive.State `json:"adaptive,omitempty"`
-	// Keys are a keyed bulkhead's key counts, never a key.
-	Keys *bulkhead.KeyStats `json:"keys,omitempty"`
-	// Shadow is a shadowed (semaphore or pool) or observe-only semaphore's
-	// ShadowStats.
-	Shadow *statusShadow `json:"shadow,omitempty"`
+	Name     string                `json:"name"`
+	Kind     string                `json:"kind"`
+	Config   statusConfig          `json:"config"`
+	Stats    statusStats           `json:"stats"`
+	Events   []statusEvent         `json:"events"`
+	Adaptive *adaptive.State       `json:"adaptive,omitempty"`
+	Keys     *bulkhead.KeyStats    `json:"keys,omitempty"`
+	Shadow   *bulkhead.ShadowStats `json:"shadow,omitempty"`
 }
 
 type statusConfig struct {
@@ -89,50 +83,35 @@ type statusEvent struct {
 	Run     string    `json:"run,omitempty"`
 }
 
-// outcome is a fixed word for an event's outcome, never an error's text:
-// "rejected" (as the histograms' outcome label says), "cancelled", "deadline-exceeded", "closed" or "other"
-// (cancelled), "success", "error" or "panic" (finished), "" otherwise. It
-// is kept as its index in outcomes.
-func outcome(e *bulkhead.Event) uint8 {
+// outcome is the fixed word for an event's outcome, never an error's text:
+// "rejected" (as the histograms' outcome label says), "cancelled",
+// "deadline-exceeded", "closed" or "other" (cancelled), "success", "error"
+// or "panic" (finished), "" otherwise.
+func outcome(e *bulkhead.Event) string {
 	switch e.Type {
 	case bulkhead.EventRejected:
-		return outRejected
+		return "rejected"
 	case bulkhead.EventCancelled:
 		switch {
 		case errors.Is(e.Err, context.Canceled):
-			return outCancelled
+			return "cancelled"
 		case errors.Is(e.Err, context.DeadlineExceeded):
-			return outDeadline
+			return "deadline-exceeded"
 		case errors.Is(e.Err, bulkhead.ErrClosed):
-			return outClosed
+			return "closed"
 		}
-		return outOther
+		return "other"
 	case bulkhead.EventFinished:
 		if e.Err == nil {
-			return outSuccess
+			return "success"
 		}
 		if _, ok := errors.AsType[*bulkhead.PanicError](e.Err); ok {
-			return outPanic
+			return "panic"
 		}
-		return outError
+		return "error"
 	}
-	return outNone
+	return ""
 }
-
-const (
-	outNone = iota
-	outRejected
-	outCancelled
-	outDeadline
-	outClosed
-	outOther
-	outSuccess
-	outError
-	outPanic
-)
-
-var outcomes = [...]string{outNone: "", outRejected: "rejected", outCancelled: "cancelled", outDeadline: "deadline-exceeded",
-	outClosed: "closed", outOther: "other", outSuccess: "success", outError: "error", outPanic: "panic"}
 
 // configOf is the status page's view of b's configuration.
 func configOf(b handle) statusConfig {
@@ -175,15 +154,12 @@ func statusOf(e *entry) instanceStatus {
 	is := instanceStatus{
 		Name:   e.name,
 		Kind:   e.kind.String(),
-		Stats:  statusStats{Stats: s},
+		Stats:  statusStats{Stats: s, RejectedBy: map[string]uint64{}},
 		Config: configOf(e.b),
 		Events: []statusEvent{},
 	}
 	for _, r := range bulkhead.Reasons {
 		if n := s.RejectedBy[r]; n > 0 {
-			if is.Stats.RejectedBy == nil {
-				is.Stats.RejectedBy = map[string]uint64{}
-			}
 			is.Stats.RejectedBy[r.String()] = n
 		}
 	}
@@ -191,7 +167,9 @@ func statusOf(e *entry) instanceStatus {
 		st := ctl.c.State()
 		is.Adaptive = &st
 	}
-	is.Shadow = shadowStatus(e.b)
+	if ss, ok := shadowOf(e.b); ok {
+		is.Shadow = &ss
+	}
 	if k, ok := e.b.(bulkhead.KeyedInstance); ok {
 		ks := k.KeyStats()
 		is.Keys = &ks
@@ -199,7 +177,7 @@ func statusOf(e *entry) instanceStatus {
 	if rg := e.ring.Load(); rg != nil {
 		for _, rec := range rg.records() {
 			is.Events = append(is.Events, statusEvent{
-				Type: rec.typ.String(), Time: rec.time().UTC(), Outcome: outcomes[rec.outcome],
+				Type: rec.typ.String(), Time: rec.at.UTC(), Outcome: rec.outcome,
 				Wait: durText(rec.wait), Run: durText(rec.run),
 			})
 		}
@@ -207,18 +185,11 @@ func statusOf(e *entry) instanceStatus {
 	return is
 }
 
-// Handler returns an http.Handler that serves every bulkhead's
-// configuration, statistics and recent events as JSON (GET or HEAD), like
-// Spring's bulkheads and bulkheadevents actuator endpoints together, and
-// for a bulkhead with an adaptive block its controller's adaptive.State
-// under "adaptive"; once Follow ran, what it did under "reload".
-// ?name=x limits it to the bulkheads called x (a semaphore, a pool, or
-// both; ?kind=semaphore or ?kind=pool picks one), 404 if there is none.
-//
-// It shows names, numbers and fixed words only (never the error texts of
-// calls, tags or anything from the environment), and the last error of
-// Follow, the loader's message about the file. Events appear only while
-// Config.RecordEvents is on; the handler does not turn it on.
+// Handler returns an http.Handler that serves as JSON (GET or HEAD) every
+// bulkhead's configuration, statistics, controller state and recent events
+// (while Config.RecordEvents is on), and what Follow did; ?name=x (and
+// ?kind=semaphore or pool) picks bulkheads, 404 if none. It shows names,
+// numbers and fixed words only, never an error's text but Follow's last.
 func (r *Registry) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodGet && req.Method != http.MethodHead {

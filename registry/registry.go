@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/internal/event"
@@ -22,17 +22,10 @@ import (
 // Config.Strict is set for a bulkhead its configuration does not list.
 var ErrNotConfigured = errors.New("registry: no such bulkhead in the configuration")
 
-// Registry holds named bulkheads of both kinds, as two namespaces: a name is
-// one semaphore and one pool at most, for the registry's life (until Remove).
-// It is safe for concurrent use. Create one with [New]; stop it with
-// [Registry.Close], which closes its pools.
-//
-// A bulkhead whose spec has an Adaptive block gets a controller that owns
-// its limit, starting from the configured limit (brought within MinLimit and
-// MaxLimit) unless InitialLimit is set. [Registry.Reconfigure] keeps the
-// controller while the block stays the same, starts a new one when it
-// changed, and detaches it (restoring the configured limit) when it went
-// away. Remove and Close detach it, leaving the limit where it is.
+// Registry holds named bulkheads, a namespace per kind (a name is one
+// semaphore and one pool at most), and is safe for concurrent use. A
+// bulkhead with an Adaptive block gets a controller that owns its limit;
+// docs/adaptive.md says when Reconfigure, Remove and Close keep it.
 type Registry struct {
 	mu         sync.Mutex
 	res        *config.Resolved // the configuration, resolved
@@ -45,9 +38,7 @@ type Registry struct {
 	collectors []*collector // the registered collectors with histograms
 	reloads    *reloads     // what Follow did, nil if it never ran
 
-	// Entry events wait in pending, in the order of the changes (made under
-	// mu), until the delivering goroutine takes them (see deliver).
-	pending    []EntryEvent
+	pending    []EntryEvent // entry events not yet delivered, in order (see deliver)
 	delivering bool
 
 	calls   event.Hub[bulkhead.Event] // every instance's per-call events
@@ -75,11 +66,8 @@ type entry struct {
 	unsub func()                  // the forwarding subscription, while listened to
 	sinks atomic.Pointer[[]*sink] // a sink per collector with histograms (written under r.mu)
 
-	// What the registry chose for the bulkhead: its config and controller,
-	// replaced under r.mu and applied with no lock held (see sync).
-	target atomic.Pointer[target]
-	// removed is set by Remove: from then on sync changes nothing.
-	removed atomic.Bool
+	target  atomic.Pointer[target] // what the registry chose, replaced under r.mu, applied by sync
+	removed atomic.Bool            // set by Remove: from then on sync changes nothing
 }
 
 // EntryEventType says what happened to a registry entry.
@@ -105,40 +93,24 @@ func (t EntryEventType) String() string {
 // EntryEvent tells registry subscribers that an entry was added, removed or
 // reconfigured.
 type EntryEvent struct {
-	Type EntryEventType
-	Name string
-	Kind bulkhead.Kind
-	// Instance is the *semaphore.Bulkhead, *semaphore.Keyed[string],
-	// *pool.Bulkhead or *pool.Keyed[string] concerned.
-	Instance bulkhead.Instance
+	Type     EntryEventType
+	Name     string
+	Kind     bulkhead.Kind
+	Instance bulkhead.Instance // a *semaphore.Bulkhead, *pool.Bulkhead or their Keyed[string]
 }
 
 // New validates cfg and creates every instance it lists. On error nothing is
 // left running.
 func New(cfg Config) (*Registry, error) {
-	res, err := config.Resolve(cfg)
-	if err != nil {
+	r := &Registry{entries: map[key]*entry{}}
+	if err := r.reconfigure(cfg, false); err != nil {
 		return nil, err
 	}
-	r := &Registry{res: res, entries: map[key]*entry{}}
-	created, err := r.createListed(res)
-	if err != nil {
-		closeEntries(created)
-		return nil, err
-	}
-	for _, e := range created {
-		r.addLocked(e) // r is not shared yet
-	}
-	r.setRecordingLocked(cfg.RecordEvents)
 	return r, nil
 }
 
-// newEntry makes a bulkhead and, for an adaptive block, its controller
-// (attached when the entry is added). It calls no user code.
+// newEntry makes a bulkhead and its controller, if any (attached by addLocked).
 func newEntry(k key, sp spec) (*entry, error) {
-	if err := checkName(k.name); err != nil {
-		return nil, err
-	}
 	e := &entry{key: k, size: sp.size}
 	t := &target{cfg: sp}
 	var err error
@@ -156,7 +128,7 @@ func newEntry(k key, sp spec) (*entry, error) {
 }
 
 // createListed creates the instances res lists that r does not hold, without
-// adding them; on error it returns them for closeEntries.
+// adding them; on error it returns them for closePools.
 func (r *Registry) createListed(res *config.Resolved) ([]*entry, error) {
 	var created []*entry
 	for _, k := range kinds {
@@ -183,37 +155,27 @@ func listed(res *config.Resolved, k bulkhead.Kind) []string {
 	return res.Semaphores()
 }
 
-// closeEntries closes the pools of entries never shared (they have no tasks).
-func closeEntries(es []*entry) {
-	for _, e := range es {
-		if p, ok := e.b.(poolCloser); ok {
-			_ = p.Close(context.Background())
+// closePools closes the pools among es, keyed or not, at once, until ctx
+// ends.
+func closePools(ctx context.Context, es []*entry) error {
+	errs := make([]error, len(es))
+	var wg sync.WaitGroup
+	for i, e := range es {
+		if p, ok := e.b.(interface{ Close(context.Context) error }); ok {
+			wg.Go(func() {
+				if err := p.Close(ctx); err != nil {
+					errs[i] = fmt.Errorf("registry: closing pool %q: %w", e.name, err)
+				}
+			})
 		}
 	}
-}
-
-// poolCloser is a pool, keyed or not, as Close and closeEntries use it.
-type poolCloser interface {
-	Name() string
-	Close(context.Context) error
-}
-
-// checkName refuses an empty name or one not valid UTF-8.
-func checkName(name string) error {
-	if name == "" {
-		return errors.New("registry: a bulkhead name must not be empty")
-	}
-	if !utf8.ValidString(name) {
-		return fmt.Errorf("registry: bulkhead name %q is not valid UTF-8", name)
-	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // addLocked makes e part of r. r.mu must be held (or r not shared yet).
 func (r *Registry) addLocked(e *entry) {
-	if r.recording && e.size > 0 {
-		e.ring.Store(newRing(e.size))
-	}
+	r.setRingLocked(e)
 	for _, c := range r.collectors {
 		e.addSink(c)
 	}
@@ -224,14 +186,12 @@ func (r *Registry) addLocked(e *entry) {
 	r.entries[e.key] = e
 }
 
-// enqueueLocked queues an entry event, in the order of the changes.
 func (r *Registry) enqueueLocked(t EntryEventType, e *entry) {
 	r.pending = append(r.pending, EntryEvent{Type: t, Name: e.name, Kind: e.kind, Instance: e.b})
 }
 
 // deliver calls the entry subscribers with the queued events, in order, with
-// no lock held; if another goroutine is delivering, that one delivers ours
-// too. After a subscriber's panic the later events stay queued.
+// no lock held, unless another goroutine is delivering them.
 func (r *Registry) deliver() {
 	r.mu.Lock()
 	if r.delivering {
@@ -252,42 +212,40 @@ func (r *Registry) deliver() {
 	r.pending = nil
 }
 
-// get returns the named entry of kind k, creating it if need be; it must be
-// keyed or not, as keyed says.
-func (r *Registry) get(k bulkhead.Kind, name string, keyed bool) (*entry, error) {
+// get returns the named bulkhead, creating it if need be; keyed says which
+// form it must have.
+func get[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, error) {
+	defer r.deliver()
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	var none T
 	if r.closed {
-		r.mu.Unlock()
-		return nil, fmt.Errorf("registry: %s %q: %w", k, name, bulkhead.ErrClosed)
+		return none, fmt.Errorf("registry: %s %q: %w", k, name, bulkhead.ErrClosed)
 	}
 	if e, ok := r.entries[key{k, name}]; ok {
-		r.mu.Unlock()
-		_, isKeyed := e.b.(bulkhead.KeyedInstance)
-		return e, kindError(e.key, isKeyed, keyed)
+		if _, isKeyed := e.b.(bulkhead.KeyedInstance); isKeyed != keyed {
+			return none, kindError(e.key, isKeyed)
+		}
+		return e.b.(T), nil
 	}
 	sp, ok := specOf(r.res, key{k, name})
-	if err := kindError(key{k, name}, sp.isKeyed(), keyed); err != nil {
-		r.mu.Unlock()
-		return nil, err
+	if sp.isKeyed() != keyed {
+		return none, kindError(key{k, name}, sp.isKeyed())
 	}
 	if r.res.Config().Strict && !ok {
 		hint := ""
 		if best := config.Closest(name, listed(r.res, k), func(s string) string { return s }); best != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", best)
 		}
-		r.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s %q%s", ErrNotConfigured, k, name, hint)
+		return none, fmt.Errorf("%w: %s %q%s", ErrNotConfigured, k, name, hint)
 	}
 	e, err := newEntry(key{k, name}, sp)
 	if err != nil {
-		r.mu.Unlock()
-		return nil, err
+		return none, err
 	}
 	r.addLocked(e)
 	r.enqueueLocked(EntryAdded, e)
-	r.mu.Unlock()
-	r.deliver()
-	return e, nil
+	return e.b.(T), nil
 }
 
 // Semaphore returns the semaphore bulkhead called name, creating it from
@@ -295,11 +253,7 @@ func (r *Registry) get(k bulkhead.Kind, name string, keyed bool) (*entry, error)
 // Config.Strict, an unlisted name is [ErrNotConfigured]). Concurrent first
 // calls create one. After Close it fails with bulkhead.ErrClosed.
 func (r *Registry) Semaphore(name string) (*semaphore.Bulkhead, error) {
-	e, err := r.get(bulkhead.Semaphore, name, false)
-	if err != nil {
-		return nil, err
-	}
-	return e.b.(*semaphore.Bulkhead), nil
+	return get[*semaphore.Bulkhead](r, bulkhead.Semaphore, name, false)
 }
 
 // KeyedSemaphore returns the keyed semaphore called name, one whose
@@ -307,20 +261,12 @@ func (r *Registry) Semaphore(name string) (*semaphore.Bulkhead, error) {
 // Asking Semaphore for a keyed one, or KeyedSemaphore for a plain one, is an
 // error that says which it is.
 func (r *Registry) KeyedSemaphore(name string) (*semaphore.Keyed[string], error) {
-	e, err := r.get(bulkhead.Semaphore, name, true)
-	if err != nil {
-		return nil, err
-	}
-	return e.b.(*semaphore.Keyed[string]), nil
+	return get[*semaphore.Keyed[string]](r, bulkhead.Semaphore, name, true)
 }
 
 // Pool returns the pool bulkhead called name, as [Registry.Semaphore] does.
 func (r *Registry) Pool(name string) (*pool.Bulkhead, error) {
-	e, err := r.get(bulkhead.Pool, name, false)
-	if err != nil {
-		return nil, err
-	}
-	return e.b.(*pool.Bulkhead), nil
+	return get[*pool.Bulkhead](r, bulkhead.Pool, name, false)
 }
 
 // KeyedPool returns the keyed pool called name, one whose configuration
@@ -328,11 +274,7 @@ func (r *Registry) Pool(name string) (*pool.Bulkhead, error) {
 // Asking Pool for a keyed one, or KeyedPool for a plain one, is an error
 // that says which it is.
 func (r *Registry) KeyedPool(name string) (*pool.Keyed[string], error) {
-	e, err := r.get(bulkhead.Pool, name, true)
-	if err != nil {
-		return nil, err
-	}
-	return e.b.(*pool.Keyed[string]), nil
+	return get[*pool.Keyed[string]](r, bulkhead.Pool, name, true)
 }
 
 // Find returns the named bulkhead of kind k without creating it.
@@ -357,22 +299,20 @@ func (r *Registry) Instances() []bulkhead.Instance {
 
 func (r *Registry) snapshot() []*entry {
 	r.mu.Lock()
-	es := make([]*entry, 0, len(r.entries))
-	for _, e := range r.entries {
-		es = append(es, e)
-	}
-	r.mu.Unlock()
-	slices.SortFunc(es, compareEntries)
-	return es
+	defer r.mu.Unlock()
+	return r.sortedLocked()
 }
 
-func compareEntries(a, b *entry) int {
-	return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
+// sortedLocked returns r's entries by name, semaphores before pools.
+func (r *Registry) sortedLocked() []*entry {
+	return slices.SortedFunc(maps.Values(r.entries), func(a, b *entry) int {
+		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
+	})
 }
 
-// Remove takes the named bulkhead out of the registry and returns it; the
-// caller owns it (and closes a pool). Once Remove returns, neither a
-// controller nor a Reconfigure under way changes it.
+// Remove takes the named bulkhead out of the registry and returns it to the
+// caller, who owns (and closes) it: neither a controller nor a Reconfigure
+// under way changes it after Remove returns.
 func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool) {
 	r.mu.Lock()
 	e, ok := r.entries[key{k, name}]
@@ -392,22 +332,15 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 	if !ok {
 		return nil, false
 	}
-	// One pass through the bulkhead's lock: an apply that found e not
-	// removed has landed, and every later one finds it removed. (The
-	// bulkhead's subscribers run after its unlock, so one of them may be
-	// calling Remove.)
-	_, _ = e.sync()
+	_, _ = e.sync() // through the bulkhead's lock: an apply under way has landed
 	r.deliver()
 	return e.b, true
 }
 
-// Reconfigure validates cfg and makes it the configuration: every live
-// bulkhead gets the limits cfg resolves for its name ("default" if no longer
-// listed) and listed instances not yet created are created. An invalid cfg
-// changes nothing. The limits are applied with no registry lock held
-// (subscribers may call the registry); the only error after the switch is a
-// pool refusing a new KeepAlive, which keeps its old limits. A bulkhead's
-// controller keeps its limit while its adaptive block is unchanged.
+// Reconfigure makes a valid cfg the configuration: every live bulkhead gets
+// the limits cfg resolves for its name ("default" if no longer listed), and
+// listed instances are created; an invalid cfg changes nothing. The only
+// later error is a pool refusing a new KeepAlive, which keeps its old limits.
 // Concurrent calls end with the last installed configuration everywhere.
 func (r *Registry) Reconfigure(cfg Config) error { return r.reconfigure(cfg, false) }
 
@@ -418,69 +351,13 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	if err != nil {
 		return err
 	}
-	type change struct {
-		e   *entry
-		sp  spec
-		ctl *control
-	}
 	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return fmt.Errorf("registry: reconfigure: %w", bulkhead.ErrClosed)
-	}
-	es := make([]*entry, 0, len(r.entries))
-	for _, e := range r.entries {
-		es = append(es, e)
-	}
-	slices.SortFunc(es, compareEntries)
-	if keep {
-		var dropped []string
-		for _, e := range es {
-			_, was := specOf(r.res, e.key)
-			if _, still := specOf(res, e.key); was && !still {
-				dropped = append(dropped, fmt.Sprintf("%s instance %q", e.kind, e.name))
-			}
-		}
-		if len(dropped) > 0 {
-			r.mu.Unlock()
-			which := "which is"
-			if len(dropped) > 1 {
-				which = "which are"
-			}
-			return fmt.Errorf("registry: the new configuration no longer lists %s, %s in use; the running configuration stays (Remove it first)",
-				strings.Join(dropped, ", "), which)
-		}
-	}
-	plan := make([]change, 0, len(es))
-	for _, e := range es {
-		sp, _ := specOf(res, e.key)
-		if _, isKeyed := e.b.(bulkhead.KeyedInstance); isKeyed != sp.isKeyed() {
-			r.mu.Unlock()
-			return fmt.Errorf("registry: the new configuration makes %s %q %s, which it is not now; the running configuration stays (Remove it first)",
-				e.kind, e.name, map[bool]string{true: "plain", false: "keyed"}[isKeyed])
-		}
-		// The controller stays while its block does; a new or changed
-		// block starts a new one.
-		ctl := e.control()
-		switch {
-		case sp.adaptive == nil:
-			ctl = nil
-		case ctl == nil || ctl.cfg != *sp.adaptive:
-			var err error
-			if ctl, err = newControl(e, *sp.adaptive, sp.limit(e.kind)); err != nil {
-				r.mu.Unlock()
-				return fmt.Errorf("registry: %s %q: %w", e.kind, e.name, err)
-			}
-		}
-		plan = append(plan, change{e, sp, ctl})
-	}
-	created, err := r.createListed(res)
+	plan, created, err := r.planLocked(res, keep)
 	if err != nil {
 		r.mu.Unlock()
-		closeEntries(created)
+		_ = closePools(context.Background(), created) // never shared: no tasks
 		return err
 	}
-
 	// Nothing can fail from here on: switch.
 	r.res = res
 	for _, c := range plan {
@@ -489,7 +366,10 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 			old.detach()
 			c.ctl.attach(c.e)
 		}
-		r.resizeLocked(c.e, c.sp.size)
+		if c.e.size != c.sp.size {
+			c.e.size = c.sp.size
+			r.setRingLocked(c.e)
+		}
 	}
 	for _, e := range created {
 		r.addLocked(e)
@@ -516,18 +396,58 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	return errors.Join(errs...)
 }
 
-// resizeLocked gives e's event ring a new size, keeping the newest events.
-func (r *Registry) resizeLocked(e *entry, size int) {
-	if size == e.size {
-		return
+// change is what reconfigure gives one live entry.
+type change struct {
+	e   *entry
+	sp  spec
+	ctl *control
+}
+
+// planLocked returns what res changes for r's entries and the listed
+// instances it creates, or why res cannot replace r's configuration.
+func (r *Registry) planLocked(res *config.Resolved, keep bool) (plan []change, created []*entry, err error) {
+	if r.closed {
+		return nil, nil, fmt.Errorf("registry: reconfigure: %w", bulkhead.ErrClosed)
 	}
-	e.size = size
-	if !r.recording {
-		return
+	es := r.sortedLocked()
+	var dropped []string
+	for _, e := range es {
+		_, was := specOf(r.res, e.key)
+		if _, still := specOf(res, e.key); keep && was && !still {
+			dropped = append(dropped, fmt.Sprintf("%s instance %q", e.kind, e.name))
+		}
 	}
+	if len(dropped) > 0 {
+		return nil, nil, fmt.Errorf("registry: the new configuration no longer lists %s, %s in use; the running configuration stays (Remove it first)",
+			strings.Join(dropped, ", "), map[bool]string{false: "which is", true: "which are"}[len(dropped) > 1])
+	}
+	for _, e := range es {
+		sp, _ := specOf(res, e.key)
+		if _, isKeyed := e.b.(bulkhead.KeyedInstance); isKeyed != sp.isKeyed() {
+			return nil, nil, fmt.Errorf("registry: the new configuration makes %s %q %s, which it is not now; the running configuration stays (Remove it first)",
+				e.kind, e.name, map[bool]string{true: "plain", false: "keyed"}[isKeyed])
+		}
+		ctl := e.control() // kept while its block stays the same
+		switch {
+		case sp.adaptive == nil:
+			ctl = nil
+		case ctl == nil || ctl.cfg != *sp.adaptive:
+			if ctl, err = newControl(e, *sp.adaptive, sp.limit(e.kind)); err != nil {
+				return nil, nil, fmt.Errorf("registry: %s %q: %w", e.kind, e.name, err)
+			}
+		}
+		plan = append(plan, change{e, sp, ctl})
+	}
+	created, err = r.createListed(res)
+	return plan, created, err
+}
+
+// setRingLocked gives e a ring of e.size, keeping the newest events, while
+// r records, and none otherwise.
+func (r *Registry) setRingLocked(e *entry) {
 	var next *ring
-	if size > 0 {
-		next = newRing(size)
+	if r.recording && e.size > 0 {
+		next = newRing(e.size)
 		if old := e.ring.Load(); old != nil {
 			for _, rec := range old.records() {
 				next.put(rec)
@@ -544,11 +464,7 @@ func (r *Registry) setRecordingLocked(on bool) {
 	}
 	r.recording = on
 	for _, e := range r.entries {
-		var rg *ring
-		if on && e.size > 0 {
-			rg = newRing(e.size)
-		}
-		e.ring.Store(rg)
+		r.setRingLocked(e)
 	}
 	if on {
 		r.retainLocked()
@@ -557,9 +473,9 @@ func (r *Registry) setRecordingLocked(on bool) {
 	}
 }
 
-// Close closes every pool as pool.Bulkhead.Close does, until ctx ends.
-// Afterwards the registry creates nothing (bulkhead.ErrClosed) but still
-// shows the bulkheads' last state. A second call waits for the first.
+// Close closes every pool as pool.Bulkhead.Close does, until ctx ends; then
+// the registry creates nothing (bulkhead.ErrClosed) but still shows them.
+// A second call waits for the first.
 func (r *Registry) Close(ctx context.Context) error {
 	if ctx == nil {
 		panic("registry: Close called with a nil Context")
@@ -577,29 +493,13 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.closeDone = make(chan struct{})
-	var pools []poolCloser
-	for _, e := range r.entries {
+	es := slices.Collect(maps.Values(r.entries))
+	for _, e := range es {
 		e.control().detach()
-		if p, ok := e.b.(poolCloser); ok {
-			pools = append(pools, p)
-		}
 	}
 	r.mu.Unlock()
-
-	errs := make([]error, len(pools))
-	var wg sync.WaitGroup
-	for i, p := range pools {
-		wg.Go(func() {
-			if err := p.Close(ctx); err != nil {
-				errs[i] = fmt.Errorf("registry: closing pool %q: %w", p.Name(), err)
-			}
-		})
-	}
-	wg.Wait()
-	err := errors.Join(errs...)
+	err := closePools(ctx, es)
 	r.mu.Lock()
-	// Stop listening only now, so that the events of tasks Close ended
-	// are still seen.
 	for _, e := range r.entries {
 		e.stopListening()
 	}
@@ -609,9 +509,8 @@ func (r *Registry) Close(ctx context.Context) error {
 	return err
 }
 
-// Subscribe calls fn with the per-call events of every bulkhead, present and
-// future, until cancel; fn runs on the caller's goroutine (see package
-// bulkhead, "Callbacks"). With no listener, events cost nothing.
+// Subscribe calls fn with every bulkhead's per-call events until cancel (see
+// package bulkhead, "Callbacks"). With no listener, events cost nothing.
 func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	if fn == nil {
 		panic("registry: Subscribe called with a nil function")
@@ -632,8 +531,7 @@ func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 }
 
 // SubscribeEntries calls fn when a bulkhead is added, removed or
-// reconfigured, one event at a time in the order of the changes, with no
-// registry lock held, so fn may call the registry.
+// reconfigured, in order and with no lock held, so fn may call the registry.
 func (r *Registry) SubscribeEntries(fn func(EntryEvent)) (cancel func()) {
 	if fn == nil {
 		panic("registry: SubscribeEntries called with a nil function")
@@ -667,8 +565,7 @@ func (e *entry) stopListening() {
 	}
 }
 
-// listen subscribes r to e's events: ring, subscribers and histograms, with
-// no lock, lookup or allocation.
+// listen feeds e's events to its ring, r's subscribers and the histograms.
 func (r *Registry) listen(e *entry) {
 	if e.unsub != nil {
 		return
