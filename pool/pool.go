@@ -698,13 +698,15 @@ func (b *Bulkhead) run(n *node) (next *node) {
 }
 
 // finish frees n's slot (ending its loan), picks this worker's next task,
-// then completes n's future and publishes EventFinished. If a callback ends
-// the goroutine, or it is leaving, the next task goes to another worker.
-// n's Group hears of its failure before the slot is freed (see Group.end).
+// ends n's context, then completes n's future and publishes EventFinished.
+// If a callback ends the goroutine, or it is leaving, the next task goes to
+// another worker. n's Group hears of its failure before the slot is freed
+// (see Group.end).
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	err := n.err
-	if n.grp != nil && err != nil {
-		n.grp.end(n, err, false)
+	grp := n.grp
+	if grp != nil && err != nil {
+		grp.end(n, err, false)
 	}
 	b.mu.Lock()
 	b.finished++
@@ -714,35 +716,32 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	b.running.remove(n)
 	n.state = stDone
 	b.active--
-	var more []*node // a keyed pool's tasks that may start too
+	var loanEnded, ended chan struct{}
 	if n.lane != nil {
 		n.lane.running--
 		b.tidyLocked(n)
 	}
-	var loanEnded, ended chan struct{}
 	if n.lender != nil {
 		n.lender.lent = false
 		n.lender = nil
 		b.lent--
 		ended, loanEnded, b.loanEnded = n.ended, b.loanEnded, nil
 	}
-	if b.free() {
+	if b.queue.len+b.waiting.len > 0 && b.free() {
 		if next = b.popLocked(); next != nil {
 			b.startLocked(next)
 		}
 	}
+	var more []*node // a keyed pool's tasks that may start too
 	if n.lane != nil {
 		more = b.kickLocked()
 	}
 	b.storeSaturated()
-	var sh []*node
-	if b.shedNodes != nil {
-		sh = b.takeShedLocked()
-	}
+	sh := b.takeShedLocked()
 	b.mu.Unlock()
-	n.end()
-	if n.grp != nil {
-		n.grp.end(n, nil, true)
+	n.drop()
+	if grp != nil {
+		grp.end(n, nil, true)
 	}
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
@@ -751,6 +750,12 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	}
 	for _, m := range more {
 		b.invoke(m)
+	}
+	if next == nil && ended == nil && sh == nil && !pub {
+		// Nothing is left to do if a callback ends the goroutine: no defer
+		// (G3_Join/ours_pool_Submit_Wait).
+		n.j.settle()
+		return nil
 	}
 	settled := false
 	defer func() {
@@ -765,12 +770,9 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		if !settled && next != nil {
 			b.invoke(next)
 		}
-		n.drop()
-		if sh != nil {
-			b.refusedAll(sh)
-		}
+		b.refusedAll(sh)
 	}()
-	n.j.settle() // runs the future's callbacks; n may be dropped from here on
+	n.j.settle() // runs the future's callbacks
 	settled = true
 	if pub {
 		at := clock.Now()
@@ -881,8 +883,8 @@ func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 			n.grp.end(n, err, true)
 		}
 		n.err = err
-		n.j.settle()
 		n.drop()
+		n.j.settle()
 		if b.hub.Active() {
 			b.publish(typ, err, b.sinceOrZero(n.queuedAt), 0)
 		}

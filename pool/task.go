@@ -33,7 +33,7 @@ const (
 type job interface {
 	exec()   // runs the function on the node's context, storing its result
 	settle() // completes the future with the stored result (node.err)
-	clear()  // forgets the function and the value (see node.drop)
+	clear()  // forgets the function (see node.drop)
 }
 
 // member is a Group that a task belongs to: see Group.end.
@@ -159,11 +159,11 @@ func (n *node) Cancel() {
 	}
 }
 
-// drop is called once n's future has completed: the future keeps the
-// task's memory, but neither its function nor its submitter's context nor
-// the Bulkhead. Goroutines of the task may still use its context: it keeps
-// its deadline, its Done, Err and cause, and loses only the submitter's
-// values (see the package doc).
+// drop ends the task's context once the task is done, before its future
+// completes: the future keeps the task's memory, but neither its function
+// nor its submitter's context nor the Bulkhead. Goroutines of the task may
+// still use its context: it keeps its deadline, its Done, Err and cause,
+// and loses only the submitter's values (see the package doc).
 func (n *node) drop() {
 	n.j.clear()
 	n.cmu.Lock()
@@ -172,12 +172,14 @@ func (n *node) drop() {
 	if d, ok := n.parent.Deadline(); ok {
 		keep = deadlineOnly{keep, d}
 	}
-	if cause := context.Cause(n.ctxLocked()); cause != nil && cause != n.cerr {
-		c, cancel := context.WithCancelCause(keep) // rare: the submitter's context ended with a cause
-		cancel(cause)
-		keep = c
+	if n.inner != nil || n.parent.Err() != nil { // else it has no cause
+		if cause := context.Cause(n.ctxLocked()); cause != nil && cause != n.cerr {
+			c, cancel := context.WithCancelCause(keep) // rare: the submitter's context ended with a cause
+			cancel(cause)
+			keep = c
+		}
 	}
-	n.parent, n.inner, n.cancel, n.b, n.grp, n.err = keep, nil, nil, nil, nil, nil
+	n.parent, n.inner, n.cancel, n.b, n.grp = keep, nil, nil, nil, nil
 	n.cmu.Unlock()
 }
 
@@ -223,10 +225,7 @@ func newTask[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (
 
 func (t *task[T]) exec()   { t.v, t.err = t.fn(&t.node) }
 func (t *task[T]) settle() { t.p.Complete(t.v, t.err) }
-func (t *task[T]) clear() {
-	var zero T
-	t.fn, t.v = nil, zero
-}
+func (t *task[T]) clear()  { t.fn = nil } // v and err are the future's too
 
 func (t *task[T]) ended() bool {
 	_, err := t.p.Future().Result()
