@@ -47,9 +47,8 @@ type Future[T any] struct {
 	val       T
 	err       error
 	canceler  Canceler
-	mu        sync.Mutex // guards the hooks to run on completion, oldest first (head is also read without it)
+	mu        sync.Mutex // guards the hooks to run on completion, newest first (head is also read without it)
 	head      atomic.Pointer[hook]
-	tail      *hook
 }
 
 // hook is one callback waiting for a future, embedded by whoever hooks (x).
@@ -261,12 +260,13 @@ func (f *Future[T]) settle(v T, err error) (*hook, bool) {
 		return nil, true
 	}
 	f.mu.Lock()
-	h := f.head.Load()
-	for x := h; x != nil; x = x.next {
-		x.linked = false
+	var h *hook // the list reversed: oldest first
+	for x := f.head.Load(); x != nil; {
+		next := x.next
+		x.prev, x.next, x.linked = nil, h, false
+		h, x = x, next
 	}
 	f.head.Store(nil)
-	f.tail = nil
 	f.mu.Unlock()
 	return h, true
 }
@@ -305,13 +305,11 @@ func runHooks(h *hook, failed bool) {
 // the hooks linked before it. It reports whether h was linked.
 func (f *Future[T]) onDone(h *hook) bool {
 	f.mu.Lock()
-	h.prev, h.next, h.linked = f.tail, nil, true
-	if f.tail == nil {
-		f.head.Store(h)
-	} else {
-		f.tail.next = h
+	h.prev, h.next, h.linked = nil, f.head.Load(), true
+	if h.next != nil {
+		h.next.prev = h
 	}
-	f.tail = h
+	f.head.Store(h)
 	if f.isComplete() { // complete may not have seen h: fire it here
 		f.unlinkLocked(h)
 		f.mu.Unlock()
@@ -339,9 +337,7 @@ func (f *Future[T]) unlinkLocked(h *hook) {
 	} else {
 		h.prev.next = h.next
 	}
-	if h.next == nil {
-		f.tail = h.prev
-	} else {
+	if h.next != nil {
 		h.next.prev = h.prev
 	}
 	h.prev, h.next, h.linked = nil, nil, false

@@ -392,7 +392,8 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 		n.byDeadline, n.deadline = true, b.now()+int64(point)
 	}
 	n.state = stWaiting
-	n.ready = make(chan struct{})
+	ready := make(chan struct{})
+	n.ready = ready
 	b.waiting.push(n)
 	if n.lane != nil {
 		n.lane.waiting++
@@ -406,7 +407,7 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 			b.publish(bulkhead.EventRejected, b.full.Load().err(bulkhead.ReasonWaiters, true), b.sinceOrZero(w.queuedAt), 0)
 		}
 	}
-	return b.awaitRoom(ctx, n, point)
+	return b.awaitRoom(ctx, n, ready, point)
 }
 
 // lateLocked refuses n, a waiting submitter's task just out of the line,
@@ -426,7 +427,7 @@ func (b *Bulkhead) lateLocked(n *node) bool {
 // admitted (started or queued) or refused (by Close, for a newer
 // submitter, or, point > 0, when its deadline less MinDeadlineSlack comes
 // after point), or ctx ends.
-func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, point time.Duration) error {
+func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}, point time.Duration) error {
 	var late <-chan time.Time
 	if point > 0 {
 		tm := time.NewTimer(point)
@@ -434,7 +435,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, point time.Duration) 
 		late = tm.C
 	}
 	select {
-	case <-n.ready:
+	case <-ready:
 	case <-late:
 		b.mu.Lock()
 		if n.state == stWaiting {
@@ -725,7 +726,7 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		n.lender.lent = false
 		n.lender = nil
 		b.lent--
-		ended, loanEnded, b.loanEnded = n.ended, b.loanEnded, nil
+		ended, loanEnded, b.loanEnded = n.ready, b.loanEnded, nil
 	}
 	if b.queue.len+b.waiting.len > 0 && b.free() {
 		if next = b.popLocked(); next != nil {

@@ -56,25 +56,28 @@ type node struct {
 	late       bool            // refused at its deadline less MinDeadlineSlack while its submitter waited; same
 	byDeadline bool            // its deadline (below) is its submitter's, less MinDeadlineSlack
 	reason     bulkhead.Reason // why the queue's rules dropped it, if they did
-	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
-	deadline   int64           // from now(): when QueueTimeout or (byDeadline) the slack drops it; 0: never
 	inGroup    bool            // in the pool, for its Group (guarded by the Group's mutex)
 	lent       bool            // a task started in this task's slot runs (see help)
+	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
+	deadline   int64           // from now(): when QueueTimeout or (byDeadline) the slack drops it; 0: never
 	queuedAt   int64           // from now(); set only while someone is subscribed
 	expiry     *time.Timer     // drops it from the queue after QueueTimeout
 	stop       func() bool     // stops the watch on the submitter's context while queued
-	ready      chan struct{}   // closed once a waiting submitter's task is admitted or refused
-	lender     *node           // the task whose slot this one runs in, until it finishes (see help)
-	lane       *lane           // its key's lane in a keyed pool, nil in a plain one
-	ended      chan struct{}   // closed when a task started in a lender's slot has finished
+	// ready is closed once a waiting submitter's task is admitted or
+	// refused, or, for a task started in a lender's slot, once it has
+	// finished (see help): a task is never both.
+	ready  chan struct{}
+	lender *node // the task whose slot this one runs in, until it finishes (see help)
+	lane   *lane // its key's lane in a keyed pool, nil in a plain one
 	// The node is the task's context: the submitter's (parent) until a
-	// Done is asked for, then a context.WithCancel of it (inner), made
-	// only then, so that a task that never looks at ctx.Done() costs one
-	// allocation (G3_Join/ours_pool_Submit_Wait, G4_FanOut/ours_pool_Group).
-	// cerr is set once the pool ends it.
+	// Done is asked for, then a context.WithCancel of it (parent too, done
+	// set), made only then, so that a task that never looks at ctx.Done()
+	// costs one allocation (G3_Join/ours_pool_Submit_Wait,
+	// G4_FanOut/ours_pool_Group). cerr is set once the pool ends it. One
+	// field for both, and ready for two signals, keep a task[int] in the
+	// 320-byte size class (G4_FanOut/ours_pool_Group: less to collect).
 	cmu    sync.Mutex
 	parent context.Context
-	inner  context.Context
 	cancel context.CancelFunc
 	done   <-chan struct{}
 	cerr   error
@@ -85,8 +88,8 @@ func (n *node) Done() <-chan struct{} {
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
 	if n.done == nil {
-		n.inner, n.cancel = context.WithCancel(n.parent)
-		if n.done = n.inner.Done(); n.cerr != nil {
+		n.parent, n.cancel = context.WithCancel(n.parent)
+		if n.done = n.parent.Done(); n.cerr != nil {
 			n.cancel()
 		}
 	}
@@ -100,7 +103,7 @@ func (n *node) Err() error {
 	if n.cerr != nil {
 		return n.cerr
 	}
-	return n.ctxLocked().Err()
+	return n.parent.Err()
 }
 
 // Deadline is the task context's [context.Context.Deadline].
@@ -119,19 +122,12 @@ func (n *node) Value(key any) any {
 		return n
 	}
 	n.cmu.Lock()
-	c := n.ctxLocked()
+	c := n.parent
 	n.cmu.Unlock()
 	return c.Value(key)
 }
 
 func (n *node) String() string { return "pool task context" }
-
-func (n *node) ctxLocked() context.Context {
-	if n.inner != nil {
-		return n.inner
-	}
-	return n.parent
-}
 
 // end ends the task's context, once: its future was cancelled, Close gave
 // up, or the task returned.
@@ -143,10 +139,10 @@ func (n *node) end() {
 
 func (n *node) endLocked() {
 	if n.cerr == nil {
-		if n.inner != nil {
+		if n.cancel != nil {
 			n.cancel()
 		}
-		if n.cerr = n.ctxLocked().Err(); n.cerr == nil {
+		if n.cerr = n.parent.Err(); n.cerr == nil {
 			n.cerr = context.Canceled
 		}
 	}
@@ -172,14 +168,14 @@ func (n *node) drop() {
 	if d, ok := n.parent.Deadline(); ok {
 		keep = deadlineOnly{keep, d}
 	}
-	if n.inner != nil || n.parent.Err() != nil { // else it has no cause
-		if cause := context.Cause(n.ctxLocked()); cause != nil && cause != n.cerr {
+	if n.parent.Err() != nil { // else it has no cause
+		if cause := context.Cause(n.parent); cause != nil && cause != n.cerr {
 			c, cancel := context.WithCancelCause(keep) // rare: the submitter's context ended with a cause
 			cancel(cause)
 			keep = c
 		}
 	}
-	n.parent, n.inner, n.cancel, n.b, n.grp = keep, nil, nil, nil, nil
+	n.parent, n.cancel, n.b, n.grp = keep, nil, nil, nil
 	n.cmu.Unlock()
 }
 
