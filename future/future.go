@@ -114,6 +114,11 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 		f.wg.Wait()
 		return f.val, f.err
 	}
+	if s := f.signal(cdone); s != nil { // a pool task submitted with ctx
+		if <-s; f.isComplete() {
+			return f.val, f.err
+		}
+	}
 	select {
 	case <-f.Done():
 	case <-cdone:
@@ -210,6 +215,20 @@ func (f *Future[T]) source() any {
 		return t.source().source()
 	}
 	return f.canceler
+}
+
+// signal returns the channel that the Canceler of a pending future offers
+// for a wait with a context whose Done channel is done (see join.Signal),
+// or nil.
+func (f *Future[T]) signal(done <-chan struct{}) <-chan struct{} {
+	if !f.acquire() {
+		return nil
+	}
+	defer f.release()
+	if s, ok := f.canceler.(join.Signal); ok {
+		return s.Signal(done)
+	}
+	return nil
 }
 
 // dropper is a Canceler holding more than a complete future needs.

@@ -87,6 +87,10 @@ type node struct {
 func (n *node) Done() <-chan struct{} {
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
+	return n.doneLocked()
+}
+
+func (n *node) doneLocked() <-chan struct{} {
 	if n.done == nil {
 		n.parent, n.cancel = context.WithCancel(n.parent)
 		if n.done = n.parent.Done(); n.cerr != nil {
@@ -94,6 +98,27 @@ func (n *node) Done() <-chan struct{} {
 		}
 	}
 	return n.done
+}
+
+// Signal is what a Wait on n's pending future asks for with its context's
+// Done channel: if that is the channel of the context n was submitted
+// with, the Done channel of n's own context, which closes once that one
+// does and once n has ended: one channel to park on instead of a select on
+// two, and no channel of the future's (G3_Join/ours_pool_Submit_Wait_ctxDone).
+// Else nil. b.mu is held too: a queued task's parent is read under it.
+func (n *node) Signal(done <-chan struct{}) <-chan struct{} {
+	b := n.pool()
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	if n.state == stDone || n.done != nil || n.parent.Done() != done {
+		return nil
+	}
+	return n.doneLocked()
 }
 
 // Err is the task context's [context.Context.Err].
