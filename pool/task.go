@@ -162,15 +162,29 @@ func (n *node) end() {
 	n.cmu.Unlock()
 }
 
-func (n *node) endLocked() {
-	if n.cerr == nil {
-		if n.cancel != nil {
-			n.cancel()
-		}
-		if n.cerr = n.parent.Err(); n.cerr == nil {
-			n.cerr = context.Canceled
-		}
+// endLocked ends the context, once, and reports whether it had ended of
+// itself (its submitter's context ended: there may be a cause). A Done
+// channel made already tells it without a call of Err, which locks
+// (G3_Join/ours_pool_Submit_Wait_ctxDone).
+func (n *node) endLocked() (before bool) {
+	if n.cerr != nil {
+		return false
 	}
+	if n.cancel != nil {
+		select {
+		case <-n.done:
+			before = true
+		default:
+		}
+		n.cancel()
+	} else {
+		before = n.parent.Err() != nil
+	}
+	n.cerr = context.Canceled
+	if before {
+		n.cerr = n.parent.Err()
+	}
+	return before
 }
 
 // Cancel is what Future.Cancel calls: see [future.Future.Cancel].
@@ -188,12 +202,12 @@ func (n *node) Cancel() {
 func (n *node) drop() {
 	n.j.clear()
 	n.cmu.Lock()
-	n.endLocked()
+	ended := n.cerr != nil // by Cancel or Close
 	var keep context.Context = context.Background()
 	if d, ok := n.parent.Deadline(); ok {
 		keep = deadlineOnly{keep, d}
 	}
-	if n.parent.Err() != nil { // else it has no cause
+	if n.endLocked() || ended { // else it has no cause
 		if cause := context.Cause(n.parent); cause != nil && cause != n.cerr {
 			c, cancel := context.WithCancelCause(keep) // rare: the submitter's context ended with a cause
 			cancel(cause)
