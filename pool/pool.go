@@ -758,6 +758,14 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		n.j.settle()
 		return nil
 	}
+	return b.settle(n, next, ended, loanEnded, sh, pub, start, err)
+}
+
+// settle is the rest of finish: it completes n's future, then ends n's
+// loan, hands next to another worker if a callback ends the goroutine,
+// fails the tasks sh that the queue's rules refused, and publishes
+// EventFinished if pub.
+func (b *Bulkhead) settle(n, next *node, ended, loanEnded chan struct{}, sh []*node, pub bool, start time.Time, err error) *node {
 	settled := false
 	defer func() {
 		// The lender resumes after n's callbacks (a gather's hook), so
