@@ -16,7 +16,7 @@ import (
 // it is running. b.mu must be held.
 func (b *Bulkhead) caller(ctx context.Context) *node {
 	by, _ := ctx.Value(join.Key).(*node)
-	if by == nil || by.b != b || by.state != stRunning {
+	if by == nil || by.pool() != b || by.state != stRunning {
 		return nil
 	}
 	return by

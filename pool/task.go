@@ -41,11 +41,10 @@ type member interface {
 	end(n *node, err error, out bool)
 }
 
-// node is the untyped part of a task. b and j never change; its links,
-// states and loan are guarded by the Bulkhead's mutex, its context's fields
-// by cmu.
+// node is the untyped part of a task. Its links, states and loan are
+// guarded by the Bulkhead's mutex, its context's fields by cmu.
 type node struct {
-	b          *Bulkhead
+	b          *Bulkhead // nil once dropped (guarded by cmu)
 	j          job
 	err        error  // the task's error, once run or dropped
 	grp        member // its Group, if any, and its index there (-1 until placed; guarded by the Group's mutex)
@@ -108,7 +107,10 @@ func (n *node) doneLocked() <-chan struct{} {
 // two, and no channel of the future's (G3_Join/ours_pool_Submit_Wait_ctxDone).
 // Else nil. b.mu is held too: a queued task's parent is read under it.
 func (n *node) Signal(done <-chan struct{}) <-chan struct{} {
-	b := n.b
+	b := n.pool()
+	if b == nil {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n.cmu.Lock()
@@ -187,14 +189,14 @@ func (n *node) endLocked() (before bool) {
 
 // Cancel is what Future.Cancel calls: see [future.Future.Cancel].
 func (n *node) Cancel() {
-	if !n.b.dropQueued(n, context.Canceled, bulkhead.EventCancelled) {
+	if b := n.pool(); b == nil || !b.dropQueued(n, context.Canceled, bulkhead.EventCancelled) {
 		n.end()
 	}
 }
 
 // drop ends the task's context once the task is done, before its future
 // completes: the future keeps the task's memory, but neither its function
-// nor its submitter's context. Goroutines of the task may
+// nor its submitter's context nor the Bulkhead. Goroutines of the task may
 // still use its context: it keeps its deadline, its Done, Err and cause,
 // and loses only the submitter's values (see the package doc).
 func (n *node) drop() {
@@ -212,7 +214,7 @@ func (n *node) drop() {
 			keep = c
 		}
 	}
-	n.parent, n.cancel, n.grp = keep, nil, nil
+	n.parent, n.cancel, n.b, n.grp = keep, nil, nil, nil
 	n.cmu.Unlock()
 }
 
@@ -228,8 +230,8 @@ func (c deadlineOnly) Deadline() (time.Time, bool) { return c.d, true }
 // Help is what a wait inside a task calls: see Bulkhead.help.
 func (n *node) Help(target any, decided func() bool) <-chan struct{} {
 	t, ok := target.(*node)
-	if ok && t.b == n.b {
-		return n.b.help(n, t, decided)
+	if b := n.pool(); ok && b != nil && t.pool() == b {
+		return b.help(n, t, decided)
 	}
 	return nil
 }
@@ -252,6 +254,13 @@ func newTask[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (
 func (t *task[T]) exec()   { t.v, t.err = t.fn(&t.node) }
 func (t *task[T]) settle() { t.p.Complete(t.v, t.err) }
 func (t *task[T]) clear()  { t.fn = nil } // v and err are the future's too
+
+// pool returns n's Bulkhead, or nil once n is dropped.
+func (n *node) pool() *Bulkhead {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	return n.b
+}
 
 func (t *task[T]) ended() bool {
 	_, err := t.p.Future().Result()
