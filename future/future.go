@@ -105,8 +105,7 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 			case <-cdone:
 			}
 			if cdone != nil && !f.isComplete() && ctx.Err() != nil {
-				var zero T
-				return zero, ctx.Err()
+				break // ctx ended: the select below returns its error
 			}
 		}
 	}
@@ -114,9 +113,11 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 		f.wg.Wait()
 		return f.val, f.err
 	}
-	if s := f.signal(cdone); s != nil { // a pool task submitted with ctx
-		if <-s; f.isComplete() {
-			return f.val, f.err
+	if s, ok := f.source().(join.Signal); ok { // a pool task: maybe one channel for both ends
+		if c := s.Signal(cdone); c != nil {
+			if <-c; f.isComplete() {
+				return f.val, f.err
+			}
 		}
 	}
 	select {
@@ -215,20 +216,6 @@ func (f *Future[T]) source() any {
 		return t.source().source()
 	}
 	return f.canceler
-}
-
-// signal returns the channel that the Canceler of a pending future offers
-// for a wait with a context whose Done channel is done (see join.Signal),
-// or nil.
-func (f *Future[T]) signal(done <-chan struct{}) <-chan struct{} {
-	if !f.acquire() {
-		return nil
-	}
-	defer f.release()
-	if s, ok := f.canceler.(join.Signal); ok {
-		return s.Signal(done)
-	}
-	return nil
 }
 
 // dropper is a Canceler holding more than a complete future needs.
@@ -400,8 +387,7 @@ func (p *Promise[T]) Complete(v T, err error) bool {
 // Completed returns a future that has already completed with v and err.
 func Completed[T any](v T, err error) *Future[T] {
 	f := &Future[T]{val: v, err: err}
-	f.done.Store(closedChan)
-	f.state.Store(complete)
+	f.state.Store(complete) // Done returns closedChan
 	return f
 }
 
