@@ -117,13 +117,7 @@ func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
 
 // apply installs cfg's limits and rejection errors. b.mu must be held.
 func (b *Bulkhead) apply(cfg Config) {
-	if cfg.CoDel != nil {
-		c := *cfg.CoDel // a copy: the caller's may change
-		cfg.CoDel = &c
-	}
-	if cfg.Priorities != nil {
-		p := *cfg.Priorities
-		cfg.Priorities = &p
+	if cfg = cfg.deep(); cfg.Priorities != nil {
 		b.keys.prio.set(&cfg)
 	}
 	b.line.Set(cfg.QueueOrder, cfg.LIFOThreshold, cfg.CoDel)
@@ -156,17 +150,20 @@ func (b *Bulkhead) storeSaturated() {
 func (b *Bulkhead) Name() string { return b.name }
 
 // Config returns the configuration in force.
-func (b *Bulkhead) Config() Config {
-	cfg := *b.cfg.Load()
-	if cfg.CoDel != nil {
-		c := *cfg.CoDel // a copy: the caller's may change
-		cfg.CoDel = &c
+func (b *Bulkhead) Config() Config { return b.cfg.Load().deep() }
+
+// deep returns c with its own copies of what its pointers point to: the
+// caller's may change.
+func (c Config) deep() Config {
+	if c.CoDel != nil {
+		v := *c.CoDel
+		c.CoDel = &v
 	}
-	if cfg.Priorities != nil {
-		p := *cfg.Priorities
-		cfg.Priorities = &p
+	if c.Priorities != nil {
+		v := *c.Priorities
+		c.Priorities = &v
 	}
-	return cfg
+	return c
 }
 
 // String returns `pool bulkhead "name"`.
@@ -841,33 +838,14 @@ func (b *Bulkhead) takeShedLocked() []*node {
 }
 
 // refusedAll fails the futures of queued tasks the queue's rules refused
-// after they waited, each with its reason's error (the context's for a
-// task whose submitter's context ended), every one even if a
-// callback ends the goroutine, and ends takeShedLocked's busy count; nil
-// does nothing.
+// after they waited, as droppedAll does, and ends takeShedLocked's busy
+// count; nil does nothing.
 func (b *Bulkhead) refusedAll(ns []*node) {
 	if ns == nil {
 		return
 	}
 	defer b.workDone()
-	b.refuseEach(ns)
-}
-
-func (b *Bulkhead) refuseEach(ns []*node) {
-	i := 0
-	defer func() {
-		if i < len(ns) {
-			b.refuseEach(ns[i+1:])
-		}
-	}()
-	fe := b.full.Load()
-	for ; i < len(ns); i++ {
-		if r := ns[i].reason; r == bulkhead.ReasonNone { // its submitter's context ended
-			b.droppedAll(ns[i:i+1], bulkhead.EventCancelled, ns[i].parent.Err())
-		} else {
-			b.droppedAll(ns[i:i+1], bulkhead.EventRejected, fe.err(r, true))
-		}
-	}
+	b.droppedAll(ns, 0, nil)
 }
 
 // dropLocked takes a queued node out of the queue. b.mu must be held.
@@ -877,8 +855,10 @@ func (b *Bulkhead) dropLocked(n *node) {
 	b.tidyLocked(n)
 }
 
-// droppedAll fails the futures of tasks dropped unrun and publishes typ
-// for each: every one, even if a callback ends the goroutine.
+// droppedAll fails the futures of tasks dropped unrun with err and
+// publishes typ for each, every one even if a callback ends the goroutine.
+// A nil err takes each task's from its reason (see shedLocked): its
+// reason's error, or its submitter's context's if that ended.
 func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 	i := 0
 	defer func() {
@@ -887,15 +867,22 @@ func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 		}
 	}()
 	for ; i < len(ns); i++ {
-		n := ns[i]
-		if n.grp != nil {
-			n.grp.end(n, err, true)
+		n, t, e := ns[i], typ, err
+		switch {
+		case e != nil:
+		case n.reason == bulkhead.ReasonNone:
+			t, e = bulkhead.EventCancelled, n.parent.Err()
+		default:
+			t, e = bulkhead.EventRejected, b.full.Load().err(n.reason, true)
 		}
-		n.err = err
+		if n.grp != nil {
+			n.grp.end(n, e, true)
+		}
+		n.err = e
 		n.drop()
 		n.j.settle()
 		if b.hub.Active() {
-			b.publish(typ, err, b.sinceOrZero(n.queuedAt), 0)
+			b.publish(t, e, b.sinceOrZero(n.queuedAt), 0)
 		}
 	}
 }

@@ -63,19 +63,16 @@ type node struct {
 	queuedAt   int64           // from now(); set only while someone is subscribed
 	expiry     *time.Timer     // drops it from the queue after QueueTimeout
 	stop       func() bool     // stops the watch on the submitter's context while queued
-	// ready is closed once a waiting submitter's task is admitted or
-	// refused, or, for a task started in a lender's slot, once it has
-	// finished (see help): a task is never both.
+	// ready is closed once a waiting submitter's task is admitted or refused,
+	// or once a task started in a lender's slot has finished (see help).
 	ready  chan struct{}
 	lender *node // the task whose slot this one runs in, until it finishes (see help)
 	lane   *lane // its key's lane in a keyed pool, nil in a plain one
-	// The node is the task's context: the submitter's (parent) until a
-	// Done is asked for, then a context.WithCancel of it (parent too, done
-	// set), made only then, so that a task that never looks at ctx.Done()
-	// costs one allocation (G3_Join/ours_pool_Submit_Wait,
-	// G4_FanOut/ours_pool_Group). cerr is set once the pool ends it. One
-	// field for both, and ready for two signals, keep a task[int] in the
-	// 320-byte size class (G4_FanOut/ours_pool_Group: less to collect).
+	// The node is the task's context: parent is the submitter's until a Done
+	// is asked for, then (done set) a context.WithCancel of it, so that a task
+	// that never looks at ctx.Done() costs one allocation, in the 320-byte
+	// size class (G3_Join/ours_pool_Submit_Wait, G4_FanOut/ours_pool_Group).
+	// cerr is set once the pool ends it.
 	cmu    sync.Mutex
 	parent context.Context
 	cancel context.CancelFunc
