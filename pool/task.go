@@ -32,8 +32,7 @@ const (
 // job is the typed part of a task: its function, value and future.
 type job interface {
 	exec()   // runs the function on the node's context, storing its result
-	settle() // completes the future with the stored result (node.err)
-	clear()  // forgets the function (see node.drop)
+	settle() // forgets the function, completes the future with the result
 }
 
 // member is a Group that a task belongs to: see Group.end.
@@ -193,11 +192,10 @@ func (n *node) Cancel() {
 
 // drop ends the task's context once the task is done, before its future
 // completes: the future keeps the task's memory, but neither its function
-// nor its submitter's context nor the Bulkhead. Goroutines of the task may
+// (see settle) nor its submitter's context nor the Bulkhead. Goroutines of the task may
 // still use its context: it keeps its deadline, its Done, Err and cause,
 // and loses only the submitter's values (see the package doc).
 func (n *node) drop() {
-	n.j.clear()
 	n.cmu.Lock()
 	ended := n.cerr != nil // by Cancel or Close
 	var keep context.Context = context.Background()
@@ -248,9 +246,11 @@ func newTask[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (
 	return t
 }
 
-func (t *task[T]) exec()   { t.v, t.err = t.fn(&t.node) }
-func (t *task[T]) settle() { t.p.Complete(t.v, t.err) }
-func (t *task[T]) clear()  { t.fn = nil } // v and err are the future's too
+func (t *task[T]) exec() { t.v, t.err = t.fn(&t.node) }
+func (t *task[T]) settle() {
+	t.fn = nil // v and err are the future's too
+	t.p.Complete(t.v, t.err)
+}
 
 // pool returns n's Bulkhead, or nil once n is dropped.
 func (n *node) pool() *Bulkhead {
