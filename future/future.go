@@ -218,16 +218,8 @@ func (f *Future[T]) source() any {
 	return f.canceler
 }
 
-// dropper is a Canceler holding more than a complete future needs.
-type dropper interface{ drop() }
-
 // dropCanceler forgets the canceler of a complete future that nobody uses.
-func (f *Future[T]) dropCanceler() {
-	if d, ok := f.canceler.(dropper); ok {
-		d.drop()
-	}
-	f.canceler = nil
-}
+func (f *Future[T]) dropCanceler() { f.canceler = nil }
 
 // complete is settle, then the callbacks.
 func (f *Future[T]) complete(v T, err error) bool {
@@ -328,13 +320,16 @@ func (f *Future[T]) onDone(h *hook) bool {
 	return true
 }
 
-// unhook takes h off the future's list if it has not fired yet.
-func (f *Future[T]) unhook(h *hook) {
+// unhook takes h off the future's list if it has not fired yet, and
+// reports whether it did (h will not fire).
+func (f *Future[T]) unhook(h *hook) bool {
 	f.mu.Lock()
-	if h.linked {
+	defer f.mu.Unlock()
+	linked := h.linked
+	if linked {
 		f.unlinkLocked(h)
 	}
-	f.mu.Unlock()
+	return linked
 }
 
 func (f *Future[T]) unlinkLocked(h *hook) {
@@ -631,22 +626,23 @@ type then[T, U any] struct {
 	fn  func(T) (U, error)
 }
 
-// Cancel is the new future's Canceler: the source runs on.
+// Cancel is the new future's Canceler: the source runs on. fn (and what it
+// captured) is forgotten here if the stage will not fire, else by fire.
 func (t *then[T, U]) Cancel() {
-	t.src.unhook(&t.h)
+	if t.src.unhook(&t.h) {
+		t.fn = nil
+	}
 	var zero U
 	t.p.f.complete(zero, context.Canceled)
 }
 
-// drop forgets fn (and what it captured) once the new future is complete.
-func (t *then[T, U]) drop() { t.fn = nil }
-
 func (t *then[T, U]) source() source { return t.src }
 
-// fire runs the stage, holding the new future's canceler (t) so that
-// completion cannot drop fn under it.
+// fire runs the stage, holding the new future's canceler (t); it forgets
+// fn, which nothing else uses once the hook has fired.
 func (t *then[T, U]) fire(int, bool) (*hook, bool) {
-	f := &t.p.f
+	f, fn := &t.p.f, t.fn
+	t.fn = nil
 	if !f.acquire() { // cancelled: fn is not wanted
 		return nil, false
 	}
@@ -657,7 +653,7 @@ func (t *then[T, U]) fire(int, bool) (*hook, bool) {
 		h, _ = f.settle(zero, err)
 	} else {
 		var v U
-		v, err = t.call(t.src.val)
+		v, err = t.call(fn, t.src.val)
 		h, _ = f.settle(v, err)
 	}
 	f.release()
@@ -665,7 +661,7 @@ func (t *then[T, U]) fire(int, bool) (*hook, bool) {
 }
 
 // call runs fn; if fn does not return, the new future fails first.
-func (t *then[T, U]) call(v T) (U, error) {
+func (t *then[T, U]) call(fn func(T) (U, error), v T) (U, error) {
 	returned := false
 	defer func() {
 		if !returned {
@@ -675,7 +671,7 @@ func (t *then[T, U]) call(v T) (U, error) {
 			runHooks(h, true)
 		}
 	}()
-	u, err := t.fn(v)
+	u, err := fn(v)
 	returned = true
 	return u, err
 }
