@@ -47,9 +47,8 @@ type Future[T any] struct {
 	val       T
 	err       error
 	canceler  Canceler
-	mu        sync.Mutex // guards the hooks to run on completion, oldest first (head is also read without it)
+	mu        sync.Mutex // guards the hooks to run on completion, newest first (head is also read without it)
 	head      atomic.Pointer[hook]
-	tail      *hook
 }
 
 // hook is one callback waiting for a future, embedded by whoever hooks (x).
@@ -106,14 +105,20 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 			case <-cdone:
 			}
 			if cdone != nil && !f.isComplete() && ctx.Err() != nil {
-				var zero T
-				return zero, ctx.Err()
+				break // ctx ended: the select below returns its error
 			}
 		}
 	}
 	if cdone == nil { // ctx cannot end: no channel, no select
 		f.wg.Wait()
 		return f.val, f.err
+	}
+	if s, ok := f.source().(join.Signal); ok { // a pool task: maybe one channel for both ends
+		if c := s.Signal(cdone); c != nil {
+			if <-c; f.isComplete() {
+				return f.val, f.err
+			}
+		}
 	}
 	select {
 	case <-f.Done():
@@ -213,16 +218,8 @@ func (f *Future[T]) source() any {
 	return f.canceler
 }
 
-// dropper is a Canceler holding more than a complete future needs.
-type dropper interface{ drop() }
-
 // dropCanceler forgets the canceler of a complete future that nobody uses.
-func (f *Future[T]) dropCanceler() {
-	if d, ok := f.canceler.(dropper); ok {
-		d.drop()
-	}
-	f.canceler = nil
-}
+func (f *Future[T]) dropCanceler() { f.canceler = nil }
 
 // complete is settle, then the callbacks.
 func (f *Future[T]) complete(v T, err error) bool {
@@ -261,12 +258,13 @@ func (f *Future[T]) settle(v T, err error) (*hook, bool) {
 		return nil, true
 	}
 	f.mu.Lock()
-	h := f.head.Load()
-	for x := h; x != nil; x = x.next {
-		x.linked = false
+	var h *hook // the list reversed: oldest first
+	for x := f.head.Load(); x != nil; {
+		next := x.next
+		x.prev, x.next, x.linked = nil, h, false
+		h, x = x, next
 	}
 	f.head.Store(nil)
-	f.tail = nil
 	f.mu.Unlock()
 	return h, true
 }
@@ -305,13 +303,11 @@ func runHooks(h *hook, failed bool) {
 // the hooks linked before it. It reports whether h was linked.
 func (f *Future[T]) onDone(h *hook) bool {
 	f.mu.Lock()
-	h.prev, h.next, h.linked = f.tail, nil, true
-	if f.tail == nil {
-		f.head.Store(h)
-	} else {
-		f.tail.next = h
+	h.prev, h.next, h.linked = nil, f.head.Load(), true
+	if h.next != nil {
+		h.next.prev = h
 	}
-	f.tail = h
+	f.head.Store(h)
 	if f.isComplete() { // complete may not have seen h: fire it here
 		f.unlinkLocked(h)
 		f.mu.Unlock()
@@ -324,13 +320,16 @@ func (f *Future[T]) onDone(h *hook) bool {
 	return true
 }
 
-// unhook takes h off the future's list if it has not fired yet.
-func (f *Future[T]) unhook(h *hook) {
+// unhook takes h off the future's list if it has not fired yet, and
+// reports whether it did (h will not fire).
+func (f *Future[T]) unhook(h *hook) bool {
 	f.mu.Lock()
-	if h.linked {
+	defer f.mu.Unlock()
+	linked := h.linked
+	if linked {
 		f.unlinkLocked(h)
 	}
-	f.mu.Unlock()
+	return linked
 }
 
 func (f *Future[T]) unlinkLocked(h *hook) {
@@ -339,9 +338,7 @@ func (f *Future[T]) unlinkLocked(h *hook) {
 	} else {
 		h.prev.next = h.next
 	}
-	if h.next == nil {
-		f.tail = h.prev
-	} else {
+	if h.next != nil {
 		h.next.prev = h.prev
 	}
 	h.prev, h.next, h.linked = nil, nil, false
@@ -385,8 +382,7 @@ func (p *Promise[T]) Complete(v T, err error) bool {
 // Completed returns a future that has already completed with v and err.
 func Completed[T any](v T, err error) *Future[T] {
 	f := &Future[T]{val: v, err: err}
-	f.done.Store(closedChan)
-	f.state.Store(complete)
+	f.state.Store(complete) // Done returns closedChan
 	return f
 }
 
@@ -630,22 +626,23 @@ type then[T, U any] struct {
 	fn  func(T) (U, error)
 }
 
-// Cancel is the new future's Canceler: the source runs on.
+// Cancel is the new future's Canceler: the source runs on. fn (and what it
+// captured) is forgotten here if the stage will not fire, else by fire.
 func (t *then[T, U]) Cancel() {
-	t.src.unhook(&t.h)
+	if t.src.unhook(&t.h) {
+		t.fn = nil
+	}
 	var zero U
 	t.p.f.complete(zero, context.Canceled)
 }
 
-// drop forgets fn (and what it captured) once the new future is complete.
-func (t *then[T, U]) drop() { t.fn = nil }
-
 func (t *then[T, U]) source() source { return t.src }
 
-// fire runs the stage, holding the new future's canceler (t) so that
-// completion cannot drop fn under it.
+// fire runs the stage, holding the new future's canceler (t); it forgets
+// fn, which nothing else uses once the hook has fired.
 func (t *then[T, U]) fire(int, bool) (*hook, bool) {
-	f := &t.p.f
+	f, fn := &t.p.f, t.fn
+	t.fn = nil
 	if !f.acquire() { // cancelled: fn is not wanted
 		return nil, false
 	}
@@ -656,7 +653,7 @@ func (t *then[T, U]) fire(int, bool) (*hook, bool) {
 		h, _ = f.settle(zero, err)
 	} else {
 		var v U
-		v, err = t.call(t.src.val)
+		v, err = t.call(fn, t.src.val)
 		h, _ = f.settle(v, err)
 	}
 	f.release()
@@ -664,7 +661,7 @@ func (t *then[T, U]) fire(int, bool) (*hook, bool) {
 }
 
 // call runs fn; if fn does not return, the new future fails first.
-func (t *then[T, U]) call(v T) (U, error) {
+func (t *then[T, U]) call(fn func(T) (U, error), v T) (U, error) {
 	returned := false
 	defer func() {
 		if !returned {
@@ -674,7 +671,7 @@ func (t *then[T, U]) call(v T) (U, error) {
 			runHooks(h, true)
 		}
 	}()
-	u, err := t.fn(v)
+	u, err := fn(v)
 	returned = true
 	return u, err
 }

@@ -27,7 +27,7 @@ func (b *Bulkhead) caller(ctx context.Context) *node {
 func (b *Bulkhead) lendLocked(by, n *node) {
 	by.lent = true
 	n.lender = by
-	n.ended = make(chan struct{})
+	n.ready = make(chan struct{})
 	b.lent++
 	b.startLocked(n)
 }
@@ -35,7 +35,7 @@ func (b *Bulkhead) lendLocked(by, n *node) {
 // runLent runs n, started in another task's slot, on a worker of its own,
 // and waits until it has finished (its callbacks included).
 func (b *Bulkhead) runLent(n *node) {
-	ended := n.ended
+	ended := n.ready
 	b.invoke(n)
 	<-ended
 }

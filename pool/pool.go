@@ -118,13 +118,7 @@ func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
 
 // apply installs cfg's limits and rejection errors. b.mu must be held.
 func (b *Bulkhead) apply(cfg Config) {
-	if cfg.CoDel != nil {
-		c := *cfg.CoDel // a copy: the caller's may change
-		cfg.CoDel = &c
-	}
-	if cfg.Priorities != nil {
-		p := *cfg.Priorities
-		cfg.Priorities = &p
+	if cfg = cfg.deep(); cfg.Priorities != nil {
 		b.keys.prio.set(&cfg)
 	}
 	b.applyShadow(&cfg)
@@ -158,18 +152,24 @@ func (b *Bulkhead) storeSaturated() {
 func (b *Bulkhead) Name() string { return b.name }
 
 // Config returns the configuration in force.
-func (b *Bulkhead) Config() Config {
-	cfg := *b.cfg.Load()
-	if cfg.CoDel != nil {
-		c := *cfg.CoDel // a copy: the caller's may change
-		cfg.CoDel = &c
+func (b *Bulkhead) Config() Config { return b.cfg.Load().deep() }
+
+// deep returns c with its own copies of what its pointers point to: the
+// caller's may change.
+func (c Config) deep() Config {
+	if c.CoDel != nil {
+		v := *c.CoDel
+		c.CoDel = &v
 	}
-	if cfg.Priorities != nil {
-		p := *cfg.Priorities
-		cfg.Priorities = &p
+	if c.Priorities != nil {
+		v := *c.Priorities
+		c.Priorities = &v
 	}
-	cfg.Shadow = copyShadow(cfg.Shadow)
-	return cfg
+	if c.Shadow != nil {
+		v := *c.Shadow
+		c.Shadow = &v
+	}
+	return c
 }
 
 // String returns `pool bulkhead "name"`.
@@ -395,7 +395,8 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 		n.byDeadline, n.deadline = true, b.now()+int64(point)
 	}
 	n.state = stWaiting
-	n.ready = make(chan struct{})
+	ready := make(chan struct{})
+	n.ready = ready
 	b.waiting.push(n)
 	if n.lane != nil {
 		n.lane.waiting++
@@ -409,7 +410,7 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 			b.publish(bulkhead.EventRejected, b.full.Load().err(bulkhead.ReasonWaiters, true), b.sinceOrZero(w.queuedAt), 0)
 		}
 	}
-	return b.awaitRoom(ctx, n, point)
+	return b.awaitRoom(ctx, n, ready, point)
 }
 
 // lateLocked refuses n, a waiting submitter's task just out of the line,
@@ -429,7 +430,7 @@ func (b *Bulkhead) lateLocked(n *node) bool {
 // admitted (started or queued) or refused (by Close, for a newer
 // submitter, or, point > 0, when its deadline less MinDeadlineSlack comes
 // after point), or ctx ends.
-func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, point time.Duration) error {
+func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}, point time.Duration) error {
 	var late <-chan time.Time
 	if point > 0 {
 		tm := time.NewTimer(point)
@@ -437,7 +438,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, point time.Duration) 
 		late = tm.C
 	}
 	select {
-	case <-n.ready:
+	case <-ready:
 	case <-late:
 		b.mu.Lock()
 		if n.state == stWaiting {
@@ -710,13 +711,15 @@ func (b *Bulkhead) run(n *node) (next *node) {
 }
 
 // finish frees n's slot (ending its loan), picks this worker's next task,
-// then completes n's future and publishes EventFinished. If a callback ends
-// the goroutine, or it is leaving, the next task goes to another worker.
-// n's Group hears of its failure before the slot is freed (see Group.end).
+// ends n's context, then completes n's future and publishes EventFinished.
+// If a callback ends the goroutine, or it is leaving, the next task goes to
+// another worker. n's Group hears of its failure before the slot is freed
+// (see Group.end).
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	err := n.err
-	if n.grp != nil && err != nil {
-		n.grp.end(n, err, false)
+	grp := n.grp
+	if grp != nil && err != nil {
+		grp.end(n, err, false)
 	}
 	b.mu.Lock()
 	b.finished++
@@ -729,35 +732,32 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		b.shadowDone(n)
 	}
 	b.active--
-	var more []*node // a keyed pool's tasks that may start too
+	var loanEnded, ended chan struct{}
 	if n.lane != nil {
 		n.lane.running--
 		b.tidyLocked(n)
 	}
-	var loanEnded, ended chan struct{}
 	if n.lender != nil {
 		n.lender.lent = false
 		n.lender = nil
 		b.lent--
-		ended, loanEnded, b.loanEnded = n.ended, b.loanEnded, nil
+		ended, loanEnded, b.loanEnded = n.ready, b.loanEnded, nil
 	}
-	if b.free() {
+	if b.queue.len+b.waiting.len > 0 && b.free() {
 		if next = b.popLocked(); next != nil {
 			b.startLocked(next)
 		}
 	}
+	var more []*node // a keyed pool's tasks that may start too
 	if n.lane != nil {
 		more = b.kickLocked()
 	}
 	b.storeSaturated()
-	var sh []*node
-	if b.shedNodes != nil {
-		sh = b.takeShedLocked()
-	}
+	sh := b.takeShedLocked()
 	b.mu.Unlock()
-	n.end()
-	if n.grp != nil {
-		n.grp.end(n, nil, true)
+	n.drop()
+	if grp != nil {
+		grp.end(n, nil, true)
 	}
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
@@ -767,6 +767,20 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 	for _, m := range more {
 		b.invoke(m)
 	}
+	if next == nil && ended == nil && sh == nil && !pub {
+		// Nothing is left to do if a callback ends the goroutine: no defer
+		// (G3_Join/ours_pool_Submit_Wait).
+		n.j.settle()
+		return nil
+	}
+	return b.settle(n, next, ended, loanEnded, sh, pub, start, err)
+}
+
+// settle is the rest of finish: it completes n's future, then ends n's
+// loan, hands next to another worker if a callback ends the goroutine,
+// fails the tasks sh that the queue's rules refused, and publishes
+// EventFinished if pub.
+func (b *Bulkhead) settle(n, next *node, ended, loanEnded chan struct{}, sh []*node, pub bool, start time.Time, err error) *node {
 	settled := false
 	defer func() {
 		// The lender resumes after n's callbacks (a gather's hook), so
@@ -780,12 +794,9 @@ func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
 		if !settled && next != nil {
 			b.invoke(next)
 		}
-		n.drop()
-		if sh != nil {
-			b.refusedAll(sh)
-		}
+		b.refusedAll(sh)
 	}()
-	n.j.settle() // runs the future's callbacks; n may be dropped from here on
+	n.j.settle() // runs the future's callbacks
 	settled = true
 	if pub {
 		at := clock.Now()
@@ -845,33 +856,14 @@ func (b *Bulkhead) takeShedLocked() []*node {
 }
 
 // refusedAll fails the futures of queued tasks the queue's rules refused
-// after they waited, each with its reason's error (the context's for a
-// task whose submitter's context ended), every one even if a
-// callback ends the goroutine, and ends takeShedLocked's busy count; nil
-// does nothing.
+// after they waited, as droppedAll does, and ends takeShedLocked's busy
+// count; nil does nothing.
 func (b *Bulkhead) refusedAll(ns []*node) {
 	if ns == nil {
 		return
 	}
 	defer b.workDone()
-	b.refuseEach(ns)
-}
-
-func (b *Bulkhead) refuseEach(ns []*node) {
-	i := 0
-	defer func() {
-		if i < len(ns) {
-			b.refuseEach(ns[i+1:])
-		}
-	}()
-	fe := b.full.Load()
-	for ; i < len(ns); i++ {
-		if r := ns[i].reason; r == bulkhead.ReasonNone { // its submitter's context ended
-			b.droppedAll(ns[i:i+1], bulkhead.EventCancelled, ns[i].parent.Err())
-		} else {
-			b.droppedAll(ns[i:i+1], bulkhead.EventRejected, fe.err(r, true))
-		}
-	}
+	b.droppedAll(ns, 0, nil)
 }
 
 // dropLocked takes a queued node out of the queue. b.mu must be held.
@@ -884,8 +876,10 @@ func (b *Bulkhead) dropLocked(n *node) {
 	b.tidyLocked(n)
 }
 
-// droppedAll fails the futures of tasks dropped unrun and publishes typ
-// for each: every one, even if a callback ends the goroutine.
+// droppedAll fails the futures of tasks dropped unrun with err and
+// publishes typ for each, every one even if a callback ends the goroutine.
+// A nil err takes each task's from its reason (see shedLocked): its
+// reason's error, or its submitter's context's if that ended.
 func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 	i := 0
 	defer func() {
@@ -894,15 +888,22 @@ func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 		}
 	}()
 	for ; i < len(ns); i++ {
-		n := ns[i]
-		if n.grp != nil {
-			n.grp.end(n, err, true)
+		n, t, e := ns[i], typ, err
+		switch {
+		case e != nil:
+		case n.reason == bulkhead.ReasonNone:
+			t, e = bulkhead.EventCancelled, n.parent.Err()
+		default:
+			t, e = bulkhead.EventRejected, b.full.Load().err(n.reason, true)
 		}
-		n.err = err
-		n.j.settle()
+		if n.grp != nil {
+			n.grp.end(n, e, true)
+		}
+		n.err = e
 		n.drop()
+		n.j.settle()
 		if b.hub.Active() {
-			b.publish(typ, err, b.sinceOrZero(n.queuedAt), 0)
+			b.publish(t, e, b.sinceOrZero(n.queuedAt), 0)
 		}
 	}
 }

@@ -32,8 +32,7 @@ const (
 // job is the typed part of a task: its function, value and future.
 type job interface {
 	exec()   // runs the function on the node's context, storing its result
-	settle() // completes the future with the stored result (node.err)
-	clear()  // forgets the function and the value (see node.drop)
+	settle() // forgets the function, completes the future with the result
 }
 
 // member is a Group that a task belongs to: see Group.end.
@@ -44,7 +43,7 @@ type member interface {
 // node is the untyped part of a task. Its links, states and loan are
 // guarded by the Bulkhead's mutex, its context's fields by cmu.
 type node struct {
-	b          *Bulkhead
+	b          *Bulkhead // nil once dropped (guarded by cmu)
 	j          job
 	err        error  // the task's error, once run or dropped
 	grp        member // its Group, if any, and its index there (-1 until placed; guarded by the Group's mutex)
@@ -56,26 +55,25 @@ type node struct {
 	late       bool            // refused at its deadline less MinDeadlineSlack while its submitter waited; same
 	byDeadline bool            // its deadline (below) is its submitter's, less MinDeadlineSlack
 	reason     bulkhead.Reason // why the queue's rules dropped it, if they did
-	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
-	deadline   int64           // from now(): when QueueTimeout or (byDeadline) the slack drops it; 0: never
 	inGroup    bool            // in the pool, for its Group (guarded by the Group's mutex)
 	lent       bool            // a task started in this task's slot runs (see help)
+	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
+	deadline   int64           // from now(): when QueueTimeout or (byDeadline) the slack drops it; 0: never
 	queuedAt   int64           // from now(); set only while someone is subscribed
 	expiry     *time.Timer     // drops it from the queue after QueueTimeout
 	stop       func() bool     // stops the watch on the submitter's context while queued
-	ready      chan struct{}   // closed once a waiting submitter's task is admitted or refused
-	lender     *node           // the task whose slot this one runs in, until it finishes (see help)
-	lane       *lane           // its key's lane in a keyed pool, nil in a plain one
-	ended      chan struct{}   // closed when a task started in a lender's slot has finished
-	shadow     *slot           // its place in the pool's Shadow (shadow.go), nil without one
-	// The node is the task's context: the submitter's (parent) until a
-	// Done is asked for, then a context.WithCancel of it (inner), made
-	// only then, so that a task that never looks at ctx.Done() costs one
-	// allocation (G3_Join/ours_pool_Submit_Wait, G4_FanOut/ours_pool_Group).
+	// ready is closed once a waiting submitter's task is admitted or refused,
+	// or once a task started in a lender's slot has finished (see help).
+	ready  chan struct{}
+	lender *node // the task whose slot this one runs in, until it finishes (see help)
+	lane   *lane // its key's lane in a keyed pool, nil in a plain one
+	// The node is the task's context: parent is the submitter's until a Done
+	// is asked for, then (done set) a context.WithCancel of it, so that a task
+	// that never looks at ctx.Done() costs one allocation, in the 320-byte
+	// size class (G3_Join/ours_pool_Submit_Wait, G4_FanOut/ours_pool_Group).
 	// cerr is set once the pool ends it.
 	cmu    sync.Mutex
 	parent context.Context
-	inner  context.Context
 	cancel context.CancelFunc
 	done   <-chan struct{}
 	cerr   error
@@ -85,13 +83,38 @@ type node struct {
 func (n *node) Done() <-chan struct{} {
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
+	return n.doneLocked()
+}
+
+func (n *node) doneLocked() <-chan struct{} {
 	if n.done == nil {
-		n.inner, n.cancel = context.WithCancel(n.parent)
-		if n.done = n.inner.Done(); n.cerr != nil {
+		n.parent, n.cancel = context.WithCancel(n.parent)
+		if n.done = n.parent.Done(); n.cerr != nil {
 			n.cancel()
 		}
 	}
 	return n.done
+}
+
+// Signal is what a Wait on n's pending future asks for with its context's
+// Done channel: if that is the channel of the context n was submitted
+// with, the Done channel of n's own context, which closes once that one
+// does and once n has ended: one channel to park on instead of a select on
+// two, and no channel of the future's (G3_Join/ours_pool_Submit_Wait_ctxDone).
+// Else nil. b.mu is held too: a queued task's parent is read under it.
+func (n *node) Signal(done <-chan struct{}) <-chan struct{} {
+	b := n.pool()
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	if n.state == stDone || n.done != nil || n.parent.Done() != done {
+		return nil
+	}
+	return n.doneLocked()
 }
 
 // Err is the task context's [context.Context.Err].
@@ -101,7 +124,7 @@ func (n *node) Err() error {
 	if n.cerr != nil {
 		return n.cerr
 	}
-	return n.ctxLocked().Err()
+	return n.parent.Err()
 }
 
 // Deadline is the task context's [context.Context.Deadline].
@@ -120,19 +143,12 @@ func (n *node) Value(key any) any {
 		return n
 	}
 	n.cmu.Lock()
-	c := n.ctxLocked()
+	c := n.parent
 	n.cmu.Unlock()
 	return c.Value(key)
 }
 
 func (n *node) String() string { return "pool task context" }
-
-func (n *node) ctxLocked() context.Context {
-	if n.inner != nil {
-		return n.inner
-	}
-	return n.parent
-}
 
 // end ends the task's context, once: its future was cancelled, Close gave
 // up, or the task returned.
@@ -142,15 +158,29 @@ func (n *node) end() {
 	n.cmu.Unlock()
 }
 
-func (n *node) endLocked() {
-	if n.cerr == nil {
-		if n.inner != nil {
-			n.cancel()
-		}
-		if n.cerr = n.ctxLocked().Err(); n.cerr == nil {
-			n.cerr = context.Canceled
-		}
+// endLocked ends the context, once, and reports whether it had ended of
+// itself (its submitter's context ended: there may be a cause). A Done
+// channel made already tells it without a call of Err, which locks
+// (G3_Join/ours_pool_Submit_Wait_ctxDone).
+func (n *node) endLocked() (before bool) {
+	if n.cerr != nil {
+		return false
 	}
+	if n.cancel != nil {
+		select {
+		case <-n.done:
+			before = true
+		default:
+		}
+		n.cancel()
+	} else {
+		before = n.parent.Err() != nil
+	}
+	n.cerr = context.Canceled
+	if before {
+		n.cerr = n.parent.Err()
+	}
+	return before
 }
 
 // Cancel is what Future.Cancel calls: see [future.Future.Cancel].
@@ -160,25 +190,26 @@ func (n *node) Cancel() {
 	}
 }
 
-// drop is called once n's future has completed: the future keeps the
-// task's memory, but neither its function nor its submitter's context nor
-// the Bulkhead. Goroutines of the task may still use its context: it keeps
-// its deadline, its Done, Err and cause, and loses only the submitter's
-// values (see the package doc).
+// drop ends the task's context once the task is done, before its future
+// completes: the future keeps the task's memory, but neither its function
+// (see settle) nor its submitter's context nor the Bulkhead. Goroutines of the task may
+// still use its context: it keeps its deadline, its Done, Err and cause,
+// and loses only the submitter's values (see the package doc).
 func (n *node) drop() {
-	n.j.clear()
 	n.cmu.Lock()
-	n.endLocked()
+	ended := n.cerr != nil // by Cancel or Close
 	var keep context.Context = context.Background()
 	if d, ok := n.parent.Deadline(); ok {
 		keep = deadlineOnly{keep, d}
 	}
-	if cause := context.Cause(n.ctxLocked()); cause != nil && cause != n.cerr {
-		c, cancel := context.WithCancelCause(keep) // rare: the submitter's context ended with a cause
-		cancel(cause)
-		keep = c
+	if n.endLocked() || ended { // else it has no cause
+		if cause := context.Cause(n.parent); cause != nil && cause != n.cerr {
+			c, cancel := context.WithCancelCause(keep) // rare: the submitter's context ended with a cause
+			cancel(cause)
+			keep = c
+		}
 	}
-	n.parent, n.inner, n.cancel, n.b, n.grp, n.err = keep, nil, nil, nil, nil, nil
+	n.parent, n.cancel, n.b, n.grp = keep, nil, nil, nil
 	n.cmu.Unlock()
 }
 
@@ -190,13 +221,6 @@ type deadlineOnly struct {
 }
 
 func (c deadlineOnly) Deadline() (time.Time, bool) { return c.d, true }
-
-// pool returns n's Bulkhead, or nil once n is dropped.
-func (n *node) pool() *Bulkhead {
-	n.cmu.Lock()
-	defer n.cmu.Unlock()
-	return n.b
-}
 
 // Help is what a wait inside a task calls: see Bulkhead.help.
 func (n *node) Help(target any, decided func() bool) <-chan struct{} {
@@ -222,11 +246,17 @@ func newTask[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (
 	return t
 }
 
-func (t *task[T]) exec()   { t.v, t.err = t.fn(&t.node) }
-func (t *task[T]) settle() { t.p.Complete(t.v, t.err) }
-func (t *task[T]) clear() {
-	var zero T
-	t.fn, t.v = nil, zero
+func (t *task[T]) exec() { t.v, t.err = t.fn(&t.node) }
+func (t *task[T]) settle() {
+	t.fn = nil // v and err are the future's too
+	t.p.Complete(t.v, t.err)
+}
+
+// pool returns n's Bulkhead, or nil once n is dropped.
+func (n *node) pool() *Bulkhead {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	return n.b
 }
 
 func (t *task[T]) ended() bool {

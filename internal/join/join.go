@@ -21,3 +21,12 @@ type Helper interface {
 	// nil) reports true: a gather that needs no more.
 	Help(target any, decided func() bool) <-chan struct{}
 }
+
+// Signal is what the Canceler of a pool task's future offers a wait with
+// a context that can end: Signal(done) returns the Done channel of the
+// task's own context if done is that of the context the task was submitted
+// with (it then closes once done does, and once the task has ended), else
+// nil.
+type Signal interface {
+	Signal(done <-chan struct{}) <-chan struct{}
+}
