@@ -128,10 +128,18 @@ func TestGroupNewcomerFanOut(t *testing.T) {
 		var started, worked atomic.Int64
 		stock := func(ctx context.Context, sku int) (int, error) {
 			started.Add(1)
+			done := time.After(2 * time.Millisecond)
 			select {
-			case <-time.After(2 * time.Millisecond):
+			case <-done:
 			case <-ctx.Done():
-				return 0, ctx.Err()
+				// Lookups 32 to 39 end at the same instant as 37's failure:
+				// one whose 2 ms are up has done its work, whichever case a
+				// select with both ready would have picked.
+				select {
+				case <-done:
+				default:
+					return 0, ctx.Err()
+				}
 			}
 			worked.Add(1)
 			if sku == 37 {
