@@ -125,7 +125,7 @@ func (b *Bulkhead) apply(cfg Config) {
 	if cfg.Priorities != nil {
 		p := *cfg.Priorities
 		cfg.Priorities = &p
-		b.keys.prio.set(&cfg)
+		b.keys.prio.set(&cfg, b.now())
 	}
 	b.applyShadow(&cfg)
 	b.line.Set(cfg.QueueOrder, cfg.LIFOThreshold, cfg.CoDel)

@@ -16,7 +16,8 @@ type classes struct {
 	lanes        [4]lane // Sheddable first
 	workers, qus [4]int  // each class's ceilings of taken workers and queue slots
 	aging        time.Duration
-	displace     bool // Config.Displace
+	since        int64 // from now(): when Aging was switched on; no task ages from before it
+	displace     bool  // Config.Displace
 }
 
 // newClasses returns the lanes of a pool with priorities.
@@ -28,12 +29,16 @@ func newClasses() *lanes {
 	return ks
 }
 
-// set installs cfg's ceilings. b.mu must be held (or b unshared).
-func (cs *classes) set(cfg *Config) {
+// set installs cfg's ceilings at t, from now(). b.mu must be held (or b
+// unshared).
+func (cs *classes) set(cfg *Config, t int64) {
 	for c := range cs.lanes {
 		p := bulkhead.Sheddable + bulkhead.Priority(c)
 		cs.workers[c] = cfg.Priorities.Ceiling(p, cfg.MaxWorkers)
 		cs.qus[c] = cfg.Priorities.Ceiling(p, cfg.QueueCapacity)
+	}
+	if cs.aging == 0 && cfg.Priorities.Aging > 0 {
+		cs.since = t // the tasks queued before age from now, not from when they joined
 	}
 	cs.aging, cs.displace = cfg.Priorities.Aging, cfg.Displace
 }
@@ -105,11 +110,12 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 }
 
 // class returns queued or waiting n's class, raised by one per Aging it
-// has waited at t (for room, then in the queue).
+// has waited at t (for room, then in the queue), counted from when Aging
+// was switched on if that is later.
 func (cs *classes) class(n *node, t int64) int {
 	c := int(n.lane.class)
 	if cs.aging > 0 {
-		c = min(c+int((t-n.joined)/int64(cs.aging)), len(cs.lanes)-1)
+		c = min(c+int((t-max(n.joined, cs.since))/int64(cs.aging)), len(cs.lanes)-1)
 	}
 	return c
 }
