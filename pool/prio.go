@@ -54,6 +54,47 @@ func (b *Bulkhead) victimLocked(c int) *node {
 	return nil
 }
 
+// bumpPrioLocked makes room for n in a full line of submitters waiting
+// for room (MaxWaitingCalls) of a pool with priorities: it refuses the
+// newest waiter of the lowest class (raised by Aging) below n's, with
+// ReasonDisplaced if Displace is on, else ReasonWaiters, and returns it;
+// nil if nobody lower waits. b.mu must be held.
+func (b *Bulkhead) bumpPrioLocked(n *node) *node {
+	cs := b.keys.prio
+	var t int64
+	if cs.aging > 0 {
+		t = b.now()
+	}
+	var v *node
+	vc := int(n.lane.class) // n has not waited yet
+	for w := b.waiting.tail; w != nil; w = w.prev {
+		if c := cs.class(w, t); c < vc {
+			v, vc = w, c
+		}
+	}
+	if v == nil {
+		return nil
+	}
+	r := bulkhead.ReasonWaiters
+	if cs.displace {
+		r = bulkhead.ReasonDisplaced
+	}
+	b.unwaitLocked(v)
+	v.state, v.bumped, v.reason = stDone, true, r
+	b.rejected[r].Add(1)
+	close(v.ready)
+	return v
+}
+
+// bumpReason is the reason n, a waiting submitter's task refused for a
+// newer one, was refused for.
+func (n *node) bumpReason() bulkhead.Reason {
+	if n.reason != bulkhead.ReasonNone {
+		return n.reason
+	}
+	return bulkhead.ReasonWaiters
+}
+
 // classOf returns p's lane index, p clamped to the four classes.
 func classOf(p bulkhead.Priority) int {
 	return int(min(max(p, bulkhead.Sheddable), bulkhead.CriticalPlus) - bulkhead.Sheddable)
