@@ -78,8 +78,10 @@ type Config struct {
 	Priorities *bulkhead.Priorities
 	// Displace, with Priorities, lets a task that finds no queue slot its
 	// class may take push out the newest queued task of the lowest class
-	// below its own, and take its slot; that task's future fails with a
-	// [*bulkhead.FullError] of [bulkhead.ReasonDisplaced].
+	// (raised by Aging) below its own, and take its slot; that task's
+	// future fails with a [*bulkhead.FullError] of
+	// [bulkhead.ReasonDisplaced], on a goroutine of the pool's (Close waits
+	// for it), not in the displacing Submit.
 	Displace bool
 
 	// Shadow, if not nil, evaluates a smaller pool on live traffic without

@@ -44,14 +44,25 @@ func (cs *classes) set(cfg *Config, t int64) {
 }
 
 // victimLocked returns the task a task of class c displaces from a full
-// queue: the newest queued task of the lowest class below c, or nil.
+// queue: the newest queued task of the lowest class (raised by Aging)
+// below c, or nil. A lane's tail has aged the least of its tasks, and
+// only the lanes below c hold tasks of a class below c.
 func (b *Bulkhead) victimLocked(c int) *node {
+	cs := b.keys.prio
+	var t int64
+	if cs.aging > 0 {
+		t = b.now()
+	}
+	var v *node
+	vc := c
 	for l := range c {
-		if v := b.keys.prio.lanes[l].q.tail; v != nil {
-			return v
+		if n := cs.lanes[l].q.tail; n != nil {
+			if e := cs.class(n, t); e < vc || e == vc && v != nil && n.joined > v.joined {
+				v, vc = n, e
+			}
 		}
 	}
-	return nil
+	return v
 }
 
 // bumpPrioLocked makes room for n in a full line of submitters waiting
@@ -134,7 +145,11 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 		b.shedLocked(v, bulkhead.ReasonDisplaced)
 		sh := b.takeShedLocked()
 		b.mu.Unlock()
-		b.refusedAll(sh)
+		// v's future completes, and its event is published, on a goroutine
+		// of the pool's (counted busy by takeShedLocked, so Close waits for
+		// it), not on n's submitter's: a callback that panics there cannot
+		// lose n's future.
+		go b.refusedAll(sh)
 		return nil
 	case !wait:
 		r := bulkhead.ReasonFull
