@@ -1111,6 +1111,7 @@ func (b *Bulkhead) releaseIfDone() {
 		return
 	}
 	b.releasing = true
+	b.stopAgingLocked()
 	b.mu.Unlock()
 	b.ants.Load().Release()
 	close(b.released)

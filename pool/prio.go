@@ -18,6 +18,11 @@ type classes struct {
 	aging        time.Duration
 	since        int64 // from now(): when Aging was switched on; no task ages from before it
 	displace     bool  // Config.Displace
+	// tick re-checks the queue and the line at the next aging step of a
+	// task a ceiling holds back beside a free worker or queue slot (see
+	// ageLocked), at (from now()); at is 0 while it is not armed.
+	tick *time.Timer
+	at   int64
 }
 
 // newClasses returns the lanes of a pool with priorities.
@@ -118,6 +123,15 @@ func classOf(p bulkhead.Priority) int {
 // must be held; it is released.
 func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) error {
 	cs := b.keys.prio
+	if cs.at != 0 && cs.at <= b.now() { // an aging step is due: serve it before n (aged)
+		b.mu.Unlock()
+		b.aged()
+		b.mu.Lock()
+		if b.closed.Load() {
+			b.mu.Unlock()
+			return bulkhead.ErrClosed
+		}
+	}
 	c := classOf(bulkhead.PriorityFrom(ctx))
 	n.lane = &cs.lanes[c]
 	switch {
@@ -132,6 +146,9 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 			return b.refuse(bulkhead.ReasonDeadline)
 		}
 		b.enqueueLocked(n)
+		if cs.aging > 0 && b.free() { // held back by its class's ceiling
+			b.ageLocked()
+		}
 		b.mu.Unlock()
 		return nil
 	case cs.displace && b.victimLocked(c) != nil:
@@ -161,8 +178,108 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 	}
 	if cs.aging > 0 {
 		n.joined = b.now() // a waiting submitter ages too (class), from now
+		if b.free() || b.queue.len < b.cfg.Load().QueueCapacity { // held back by its class's ceiling
+			cs.arm(b, n.joined+int64(cs.aging), n.joined)
+		}
 	}
 	return b.waitLocked(ctx, n, true)
+}
+
+// step returns the time (from now()) of queued or waiting n's next aging
+// step after t, or 0 if its class cannot rise any more.
+func (cs *classes) step(n *node, t int64) int64 {
+	start := max(n.joined, cs.since)
+	k := (t - start) / int64(cs.aging)
+	if int(n.lane.class)+int(k) >= len(cs.lanes)-1 {
+		return 0
+	}
+	return start + (k+1)*int64(cs.aging)
+}
+
+// ageLocked arranges the re-check (aged) at the earliest next aging step
+// of the tasks a class's ceiling holds back beside a free worker (the
+// heads of the queue's lanes, and the waiting submitters) or beside a free
+// queue slot (the waiting submitters), and stops it if none is: Aging then
+// takes effect when a task's class rises, not at the next finish or
+// arrival. b.mu must be held, popPrioLocked having found nothing to start.
+func (b *Bulkhead) ageLocked() {
+	cs := b.keys.prio
+	if cs.aging <= 0 || b.queue.len == 0 && b.waiting.len == 0 {
+		cs.arm(b, 0, 0)
+		return
+	}
+	t := b.now()
+	var next int64
+	earliest := func(s int64) {
+		if s != 0 && (next == 0 || s < next) {
+			next = s
+		}
+	}
+	free := b.free()
+	if free {
+		for c := range len(cs.lanes) - 1 { // CriticalPlus rises no more
+			if n := cs.lanes[c].q.head; n != nil {
+				earliest(cs.step(n, t))
+			}
+		}
+	}
+	if free || b.queue.len < b.cfg.Load().QueueCapacity {
+		for n := b.waiting.head; n != nil; n = n.next {
+			earliest(cs.step(n, t))
+		}
+	}
+	cs.arm(b, next, t)
+}
+
+// arm has the tick fire at next (from now(), t being now), unless it is
+// armed earlier already; next 0 stops it. b.mu must be held.
+func (cs *classes) arm(b *Bulkhead, next, t int64) {
+	switch {
+	case next == 0:
+		if cs.at != 0 {
+			cs.tick.Stop()
+			cs.at = 0
+		}
+		return
+	case cs.at != 0 && cs.at <= next:
+		return
+	}
+	cs.at = next
+	d := time.Duration(next - t) // at worst 1ns early (now() rounds up): aged then arms again
+	if cs.tick == nil {
+		cs.tick = time.AfterFunc(d, b.aged)
+	} else {
+		cs.tick.Reset(d)
+	}
+}
+
+// aged is the tick: it moves the waiting submitters whose aged class
+// admits them into the queue and starts the queued tasks whose aged class
+// admits them, then arms the tick for the next step. It runs on the
+// timer's goroutine, counted busy (Close waits for it), or in an
+// admission that finds a step due.
+func (b *Bulkhead) aged() {
+	b.busy.Add(1) // before the work can find the bulkhead drained
+	defer b.workDone()
+	b.mu.Lock()
+	b.keys.prio.at = 0
+	b.refillLocked()
+	more := b.kickLocked()
+	b.ageLocked()
+	sh := b.takeShedLocked()
+	b.mu.Unlock()
+	for _, m := range more {
+		b.invoke(m)
+	}
+	b.refusedAll(sh)
+}
+
+// stopAgingLocked stops the tick of a pool with priorities (Close, once
+// drained). b.mu must be held.
+func (b *Bulkhead) stopAgingLocked() {
+	if b.keys != nil && b.keys.prio != nil {
+		b.keys.prio.arm(b, 0, 0)
+	}
 }
 
 // class returns queued or waiting n's class, raised by one per Aging it
@@ -223,6 +340,9 @@ func (b *Bulkhead) popPrioLocked() *node {
 			n = next
 		}
 	}
+	if cs.aging > 0 {
+		b.ageLocked()
+	}
 	return nil
 }
 
@@ -248,6 +368,9 @@ func (b *Bulkhead) refillPrioLocked() {
 			}
 			n = next
 		}
+	}
+	if cs.aging > 0 || cs.at != 0 {
+		b.ageLocked()
 	}
 	b.storeSaturated()
 }
