@@ -178,8 +178,8 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 	}
 	if cs.aging > 0 {
 		n.joined = b.now() // a waiting submitter ages too (class), from now
-		if b.free() || b.queue.len < b.cfg.Load().QueueCapacity { // held back by its class's ceiling
-			cs.arm(b, n.joined+int64(cs.aging), n.joined)
+		if s := cs.step(n, n.joined); s != 0 && (b.free() || b.queue.len < b.cfg.Load().QueueCapacity) {
+			cs.arm(b, s, n.joined) // held back by its class's ceiling
 		}
 	}
 	return b.waitLocked(ctx, n, true)
