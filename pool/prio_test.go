@@ -264,13 +264,14 @@ func isReason(err error, r bulkhead.Reason) bool {
 }
 
 // TestPoolPriorityChurn submits tasks of random classes from many
-// goroutines, with Go, cancellations, queue timeouts, displacement and
-// a resize, and checks that no worker or queue slot is lost: every
-// submission is refused or its future completes, at most MaxWorkers run
-// at once, and the pool ends at rest with exact counters.
+// goroutines, with Go, cancellations, queue timeouts, displacement, a
+// capped line of waiting submitters, aging and a resize that switches it
+// off, and checks that no worker or queue slot is lost: every submission
+// is refused or its future completes, at most MaxWorkers run at once, and
+// the pool ends at rest with exact counters.
 func TestPoolPriorityChurn(t *testing.T) {
 	for _, displace := range []bool{false, true} {
-		b := newPool(t, pool.Config{MaxWorkers: 3, QueueCapacity: 5, QueueTimeout: 2 * time.Millisecond,
+		b := newPool(t, pool.Config{MaxWorkers: 3, QueueCapacity: 5, QueueTimeout: 2 * time.Millisecond, MaxWaitingCalls: 3,
 			Priorities: &bulkhead.Priorities{Aging: time.Millisecond}, Displace: displace})
 		var running, over, submitted, refused, completed atomic.Int64
 		fn := func(ctx context.Context) (int, error) {
@@ -308,7 +309,7 @@ func TestPoolPriorityChurn(t *testing.T) {
 					}
 					cancel()
 					if g == 0 && i == 100 {
-						if err := b.Reconfigure(pool.Config{MaxWorkers: 2, QueueCapacity: 3, QueueTimeout: time.Millisecond,
+						if err := b.Reconfigure(pool.Config{MaxWorkers: 2, QueueCapacity: 3, QueueTimeout: time.Millisecond, MaxWaitingCalls: 2,
 							Priorities: &bulkhead.Priorities{Sheddable: 0.4}, Displace: displace}); err != nil {
 							t.Error(err)
 						}
