@@ -201,7 +201,8 @@ func (cs *classes) step(n *node, t int64) int64 {
 // heads of the queue's lanes, and the waiting submitters) or beside a free
 // queue slot (the waiting submitters), and stops it if none is: Aging then
 // takes effect when a task's class rises, not at the next finish or
-// arrival. b.mu must be held, popPrioLocked having found nothing to start.
+// arrival. b.mu must be held; popPrioLocked calls it once it finds nothing
+// to start, refillPrioLocked once it has moved what it may.
 func (b *Bulkhead) ageLocked() {
 	cs := b.keys.prio
 	if cs.aging <= 0 || b.queue.len == 0 && b.waiting.len == 0 {
