@@ -170,25 +170,31 @@ func TestNestedGoWithFullQueueCompletes(t *testing.T) {
 // submitting from inside a task (Submit, Go, TryGo, Bulkhead.Go), with the
 // queue empty, with room or full, and each way of waiting with the task's
 // context (Wait, Wait on a Then future, a WithTimeout child, All, Settle,
-// First). A synctest bubble fails the test if any goroutine is left
-// durably blocked; a refused Submit or TryGo (they never wait) counts as
-// completed.
+// First, Wait newest first), on a plain pool and on one with Priorities.
+// A synctest bubble fails the test if any goroutine is left durably
+// blocked; a refused Submit or TryGo (they never wait) counts as completed.
 func TestNestedCombinationsComplete(t *testing.T) {
 	submits := []string{"Submit", "Go", "TryGo", "Bulkhead.Go"}
-	waits := []string{"Wait", "Then", "WithTimeout", "All", "Settle", "First"}
-	for _, queue := range []int{0, 1, 3} {
-		for _, sub := range submits {
-			for _, w := range waits {
-				t.Run(fmt.Sprintf("queue%d/%s/%s", queue, sub, w), func(t *testing.T) {
-					synctest.Test(t, func(t *testing.T) { nestedCombination(t, queue, sub, w) })
-				})
+	waits := []string{"Wait", "Then", "WithTimeout", "All", "Settle", "First", "Newest"}
+	for _, prio := range []bool{false, true} {
+		for _, queue := range []int{0, 1, 3} {
+			for _, sub := range submits {
+				for _, w := range waits {
+					t.Run(fmt.Sprintf("prio=%v/queue%d/%s/%s", prio, queue, sub, w), func(t *testing.T) {
+						synctest.Test(t, func(t *testing.T) { nestedCombination(t, prio, queue, sub, w) })
+					})
+				}
 			}
 		}
 	}
 }
 
-func nestedCombination(t *testing.T, queue int, sub, w string) {
-	b, err := pool.New("nested", pool.Config{MaxWorkers: 1, QueueCapacity: queue})
+func nestedCombination(t *testing.T, prio bool, queue int, sub, w string) {
+	cfg := pool.Config{MaxWorkers: 1, QueueCapacity: queue}
+	if prio {
+		cfg.Priorities = &bulkhead.Priorities{}
+	}
+	b, err := pool.New("nested", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +262,10 @@ func nestedCombination(t *testing.T, queue int, sub, w string) {
 			case "First":
 				if len(fs) > 0 {
 					_, err = future.First(ctx, fs...)
+				}
+			case "Newest": // the newest first: it is queued behind the others
+				for i := len(fs) - 1; i >= 0 && err == nil; i-- {
+					_, err = fs[i].Wait(ctx)
 				}
 			}
 		})

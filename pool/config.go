@@ -44,7 +44,10 @@ type Config struct {
 	// ([Go], [Bulkhead.Go]); 0 means no cap. A submitter that finds that
 	// many waiting is refused at once (ReasonWaiters), unless the queue
 	// serves the newest first: then the oldest waiting submitter is refused
-	// and the newcomer waits.
+	// and the newcomer waits. With Priorities, the newest waiter of the
+	// lowest class (raised by Aging) below the newcomer's is refused instead
+	// (ReasonDisplaced if Displace is on, else ReasonWaiters) and the
+	// newcomer waits; it is refused only if nobody lower waits.
 	MaxWaitingCalls int
 	// MinDeadlineSlack, if positive, is the time a task needs before its
 	// submitter's context deadline: a task that would have to queue (or its
@@ -75,8 +78,10 @@ type Config struct {
 	Priorities *bulkhead.Priorities
 	// Displace, with Priorities, lets a task that finds no queue slot its
 	// class may take push out the newest queued task of the lowest class
-	// below its own, and take its slot; that task's future fails with a
-	// [*bulkhead.FullError] of [bulkhead.ReasonDisplaced].
+	// (raised by Aging) below its own, and take its slot; that task's
+	// future fails with a [*bulkhead.FullError] of
+	// [bulkhead.ReasonDisplaced], on a goroutine of the pool's (Close waits
+	// for it), not in the displacing Submit.
 	Displace bool
 
 	// Shadow, if not nil, evaluates a smaller pool on live traffic without

@@ -46,10 +46,11 @@ func (b *Bulkhead) runLent(n *node) {
 // nothing and returns a channel that is closed when a loan of b ends, for
 // the waiter to try again then. It returns nil at once if t is not queued,
 // by not running, or decided (not nil) reports that the wait needs nothing
-// more.
+// more. In a keyed pool t must be next in its key's lane; a class lane
+// (Priorities) lends to any of its tasks.
 func (b *Bulkhead) help(by, t *node, decided func() bool) <-chan struct{} {
 	b.mu.Lock()
-	if t.state != stQueued || by.state != stRunning || (t.lane != nil && !b.keys.startable(t)) || (decided != nil && decided()) {
+	if t.state != stQueued || by.state != stRunning || (t.lane != nil && t.lane.owner != nil && !b.keys.startable(t)) || (decided != nil && decided()) {
 		b.mu.Unlock()
 		return nil
 	}

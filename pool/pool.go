@@ -119,7 +119,7 @@ func (b *Bulkhead) newAnts(cfg Config) (*ants.PoolWithFunc, error) {
 // apply installs cfg's limits and rejection errors. b.mu must be held.
 func (b *Bulkhead) apply(cfg Config) {
 	if cfg = cfg.deep(); cfg.Priorities != nil {
-		b.keys.prio.set(&cfg)
+		b.keys.prio.set(&cfg, b.now())
 	}
 	b.applyShadow(&cfg)
 	b.line.Set(cfg.QueueOrder, cfg.LIFOThreshold, cfg.CoDel)
@@ -368,6 +368,14 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 	case b.tooLate(ctx):
 		r = bulkhead.ReasonDeadline
 	case limit > 0 && b.waiting.len >= limit:
+		if b.keys != nil && b.keys.prio != nil { // the lowest class leaves the line (prio.go)
+			if w := b.bumpPrioLocked(n); w != nil {
+				bumped = append(bumped, w)
+			} else {
+				r = bulkhead.ReasonWaiters
+			}
+			break
+		}
 		if !b.line.LIFO(b.queue.len) {
 			r = bulkhead.ReasonWaiters
 			break
@@ -405,11 +413,6 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 		}
 	}
 	b.mu.Unlock()
-	if len(bumped) > 0 && b.hub.Active() {
-		for _, w := range bumped {
-			b.publish(bulkhead.EventRejected, b.full.Load().err(bulkhead.ReasonWaiters, true), b.sinceOrZero(w.queuedAt), 0)
-		}
-	}
 	return b.awaitRoom(ctx, n, ready, point)
 }
 
@@ -466,8 +469,12 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 	if n.refused {
 		return bulkhead.ErrClosed
 	}
-	if n.bumped { // dropped for a newer submitter (counted and published there)
-		return b.full.Load().err(bulkhead.ReasonWaiters, true)
+	if n.bumped { // dropped for a newer submitter (counted there); published here, not on its goroutine
+		fe := b.full.Load().err(n.bumpReason(), true)
+		if b.hub.Active() {
+			b.publish(bulkhead.EventRejected, fe, b.sinceOrZero(n.queuedAt), 0)
+		}
+		return fe
 	}
 	if n.late { // counted by lateLocked
 		fe := b.full.Load().err(bulkhead.ReasonDeadline, true)
@@ -1105,6 +1112,7 @@ func (b *Bulkhead) releaseIfDone() {
 		return
 	}
 	b.releasing = true
+	b.stopAgingLocked()
 	b.mu.Unlock()
 	b.ants.Load().Release()
 	close(b.released)

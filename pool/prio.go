@@ -16,7 +16,13 @@ type classes struct {
 	lanes        [4]lane // Sheddable first
 	workers, qus [4]int  // each class's ceilings of taken workers and queue slots
 	aging        time.Duration
-	displace     bool // Config.Displace
+	since        int64 // from now(): when Aging was switched on; no task ages from before it
+	displace     bool  // Config.Displace
+	// tick re-checks the queue and the line at the next aging step of a
+	// task a ceiling holds back beside a free worker or queue slot (see
+	// ageLocked), at (from now()); at is 0 while it is not armed.
+	tick *time.Timer
+	at   int64
 }
 
 // newClasses returns the lanes of a pool with priorities.
@@ -28,25 +34,81 @@ func newClasses() *lanes {
 	return ks
 }
 
-// set installs cfg's ceilings. b.mu must be held (or b unshared).
-func (cs *classes) set(cfg *Config) {
+// set installs cfg's ceilings at t, from now(). b.mu must be held (or b
+// unshared).
+func (cs *classes) set(cfg *Config, t int64) {
 	for c := range cs.lanes {
 		p := bulkhead.Sheddable + bulkhead.Priority(c)
 		cs.workers[c] = cfg.Priorities.Ceiling(p, cfg.MaxWorkers)
 		cs.qus[c] = cfg.Priorities.Ceiling(p, cfg.QueueCapacity)
 	}
+	if cs.aging == 0 && cfg.Priorities.Aging > 0 {
+		cs.since = t // the tasks queued before age from now, not from when they joined
+	}
 	cs.aging, cs.displace = cfg.Priorities.Aging, cfg.Displace
 }
 
 // victimLocked returns the task a task of class c displaces from a full
-// queue: the newest queued task of the lowest class below c, or nil.
+// queue: the newest queued task of the lowest class (raised by Aging)
+// below c, or nil. A lane's tail has aged the least of its tasks, and
+// only the lanes below c hold tasks of a class below c.
 func (b *Bulkhead) victimLocked(c int) *node {
+	cs := b.keys.prio
+	var t int64
+	if cs.aging > 0 {
+		t = b.now()
+	}
+	var v *node
+	vc := c
 	for l := range c {
-		if v := b.keys.prio.lanes[l].q.tail; v != nil {
-			return v
+		if n := cs.lanes[l].q.tail; n != nil {
+			if e := cs.class(n, t); e < vc || e == vc && v != nil && n.joined > v.joined {
+				v, vc = n, e
+			}
 		}
 	}
-	return nil
+	return v
+}
+
+// bumpPrioLocked makes room for n in a full line of submitters waiting
+// for room (MaxWaitingCalls) of a pool with priorities: it refuses the
+// newest waiter of the lowest class (raised by Aging) below n's, with
+// ReasonDisplaced if Displace is on, else ReasonWaiters, and returns it;
+// nil if nobody lower waits. b.mu must be held.
+func (b *Bulkhead) bumpPrioLocked(n *node) *node {
+	cs := b.keys.prio
+	var t int64
+	if cs.aging > 0 {
+		t = b.now()
+	}
+	var v *node
+	vc := int(n.lane.class) // n has not waited yet
+	for w := b.waiting.tail; w != nil; w = w.prev {
+		if c := cs.class(w, t); c < vc {
+			v, vc = w, c
+		}
+	}
+	if v == nil {
+		return nil
+	}
+	r := bulkhead.ReasonWaiters
+	if cs.displace {
+		r = bulkhead.ReasonDisplaced
+	}
+	b.unwaitLocked(v)
+	v.state, v.bumped, v.reason = stDone, true, r
+	b.rejected[r].Add(1)
+	close(v.ready)
+	return v
+}
+
+// bumpReason is the reason n, a waiting submitter's task refused for a
+// newer one, was refused for.
+func (n *node) bumpReason() bulkhead.Reason {
+	if n.reason != bulkhead.ReasonNone {
+		return n.reason
+	}
+	return bulkhead.ReasonWaiters
 }
 
 // classOf returns p's lane index, p clamped to the four classes.
@@ -61,6 +123,15 @@ func classOf(p bulkhead.Priority) int {
 // must be held; it is released.
 func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) error {
 	cs := b.keys.prio
+	if cs.at != 0 && cs.at <= b.now() { // an aging step is due: serve it before n (aged)
+		b.mu.Unlock()
+		b.aged()
+		b.mu.Lock()
+		if b.closed.Load() {
+			b.mu.Unlock()
+			return bulkhead.ErrClosed
+		}
+	}
 	c := classOf(bulkhead.PriorityFrom(ctx))
 	n.lane = &cs.lanes[c]
 	switch {
@@ -75,6 +146,9 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 			return b.refuse(bulkhead.ReasonDeadline)
 		}
 		b.enqueueLocked(n)
+		if cs.aging > 0 && b.free() { // held back by its class's ceiling
+			b.ageLocked()
+		}
 		b.mu.Unlock()
 		return nil
 	case cs.displace && b.victimLocked(c) != nil:
@@ -88,7 +162,11 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 		b.shedLocked(v, bulkhead.ReasonDisplaced)
 		sh := b.takeShedLocked()
 		b.mu.Unlock()
-		b.refusedAll(sh)
+		// v's future completes, and its event is published, on a goroutine
+		// of the pool's (counted busy by takeShedLocked, so Close waits for
+		// it), not on n's submitter's: a callback that panics there cannot
+		// lose n's future.
+		go b.refusedAll(sh)
 		return nil
 	case !wait:
 		r := bulkhead.ReasonFull
@@ -100,16 +178,118 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 	}
 	if cs.aging > 0 {
 		n.joined = b.now() // a waiting submitter ages too (class), from now
+		if s := cs.step(n, n.joined); s != 0 && (b.free() || b.queue.len < b.cfg.Load().QueueCapacity) {
+			cs.arm(b, s, n.joined) // held back by its class's ceiling
+		}
 	}
 	return b.waitLocked(ctx, n, true)
 }
 
+// step returns the time (from now()) of queued or waiting n's next aging
+// step after t, or 0 if its class cannot rise any more.
+func (cs *classes) step(n *node, t int64) int64 {
+	start := max(n.joined, cs.since)
+	k := (t - start) / int64(cs.aging)
+	if int(n.lane.class)+int(k) >= len(cs.lanes)-1 {
+		return 0
+	}
+	return start + (k+1)*int64(cs.aging)
+}
+
+// ageLocked arranges the re-check (aged) at the earliest next aging step
+// of the tasks a class's ceiling holds back beside a free worker (the
+// heads of the queue's lanes, and the waiting submitters) or beside a free
+// queue slot (the waiting submitters), and stops it if none is: Aging then
+// takes effect when a task's class rises, not at the next finish or
+// arrival. b.mu must be held; popPrioLocked calls it once it finds nothing
+// to start, refillPrioLocked once it has moved what it may.
+func (b *Bulkhead) ageLocked() {
+	cs := b.keys.prio
+	if cs.aging <= 0 || b.queue.len == 0 && b.waiting.len == 0 {
+		cs.arm(b, 0, 0)
+		return
+	}
+	t := b.now()
+	var next int64
+	earliest := func(s int64) {
+		if s != 0 && (next == 0 || s < next) {
+			next = s
+		}
+	}
+	free := b.free()
+	if free {
+		for c := range len(cs.lanes) - 1 { // CriticalPlus rises no more
+			if n := cs.lanes[c].q.head; n != nil {
+				earliest(cs.step(n, t))
+			}
+		}
+	}
+	if free || b.queue.len < b.cfg.Load().QueueCapacity {
+		for n := b.waiting.head; n != nil; n = n.next {
+			earliest(cs.step(n, t))
+		}
+	}
+	cs.arm(b, next, t)
+}
+
+// arm has the tick fire at next (from now(), t being now), unless it is
+// armed earlier already; next 0 stops it. b.mu must be held.
+func (cs *classes) arm(b *Bulkhead, next, t int64) {
+	switch {
+	case next == 0:
+		if cs.at != 0 {
+			cs.tick.Stop()
+			cs.at = 0
+		}
+		return
+	case cs.at != 0 && cs.at <= next:
+		return
+	}
+	cs.at = next
+	d := time.Duration(next - t) // at worst 1ns early (now() rounds up): aged then arms again
+	if cs.tick == nil {
+		cs.tick = time.AfterFunc(d, b.aged)
+	} else {
+		cs.tick.Reset(d)
+	}
+}
+
+// aged is the tick: it moves the waiting submitters whose aged class
+// admits them into the queue and starts the queued tasks whose aged class
+// admits them, then arms the tick for the next step. It runs on the
+// timer's goroutine, counted busy (Close waits for it), or in an
+// admission that finds a step due.
+func (b *Bulkhead) aged() {
+	b.busy.Add(1) // before the work can find the bulkhead drained
+	defer b.workDone()
+	b.mu.Lock()
+	b.keys.prio.at = 0
+	b.refillLocked()
+	more := b.kickLocked()
+	b.ageLocked()
+	sh := b.takeShedLocked()
+	b.mu.Unlock()
+	for _, m := range more {
+		b.invoke(m)
+	}
+	b.refusedAll(sh)
+}
+
+// stopAgingLocked stops the tick of a pool with priorities (Close, once
+// drained). b.mu must be held.
+func (b *Bulkhead) stopAgingLocked() {
+	if b.keys != nil && b.keys.prio != nil {
+		b.keys.prio.arm(b, 0, 0)
+	}
+}
+
 // class returns queued or waiting n's class, raised by one per Aging it
-// has waited at t (for room, then in the queue).
+// has waited at t (for room, then in the queue), counted from when Aging
+// was switched on if that is later.
 func (cs *classes) class(n *node, t int64) int {
 	c := int(n.lane.class)
 	if cs.aging > 0 {
-		c = min(c+int((t-n.joined)/int64(cs.aging)), len(cs.lanes)-1)
+		c = min(c+int((t-max(n.joined, cs.since))/int64(cs.aging)), len(cs.lanes)-1)
 	}
 	return c
 }
@@ -161,6 +341,9 @@ func (b *Bulkhead) popPrioLocked() *node {
 			n = next
 		}
 	}
+	if cs.aging > 0 {
+		b.ageLocked()
+	}
 	return nil
 }
 
@@ -186,6 +369,9 @@ func (b *Bulkhead) refillPrioLocked() {
 			}
 			n = next
 		}
+	}
+	if cs.aging > 0 || cs.at != 0 {
+		b.ageLocked()
 	}
 	b.storeSaturated()
 }

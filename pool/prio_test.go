@@ -264,13 +264,14 @@ func isReason(err error, r bulkhead.Reason) bool {
 }
 
 // TestPoolPriorityChurn submits tasks of random classes from many
-// goroutines, with Go, cancellations, queue timeouts, displacement and
-// a resize, and checks that no worker or queue slot is lost: every
-// submission is refused or its future completes, at most MaxWorkers run
-// at once, and the pool ends at rest with exact counters.
+// goroutines, with Go, cancellations, queue timeouts, displacement, a
+// capped line of waiting submitters, aging and a resize that switches it
+// off, and checks that no worker or queue slot is lost: every submission
+// is refused or its future completes, at most MaxWorkers run at once, and
+// the pool ends at rest with exact counters.
 func TestPoolPriorityChurn(t *testing.T) {
 	for _, displace := range []bool{false, true} {
-		b := newPool(t, pool.Config{MaxWorkers: 3, QueueCapacity: 5, QueueTimeout: 2 * time.Millisecond,
+		b := newPool(t, pool.Config{MaxWorkers: 3, QueueCapacity: 5, QueueTimeout: 2 * time.Millisecond, MaxWaitingCalls: 3,
 			Priorities: &bulkhead.Priorities{Aging: time.Millisecond}, Displace: displace})
 		var running, over, submitted, refused, completed atomic.Int64
 		fn := func(ctx context.Context) (int, error) {
@@ -308,7 +309,7 @@ func TestPoolPriorityChurn(t *testing.T) {
 					}
 					cancel()
 					if g == 0 && i == 100 {
-						if err := b.Reconfigure(pool.Config{MaxWorkers: 2, QueueCapacity: 3, QueueTimeout: time.Millisecond,
+						if err := b.Reconfigure(pool.Config{MaxWorkers: 2, QueueCapacity: 3, QueueTimeout: time.Millisecond, MaxWaitingCalls: 2,
 							Priorities: &bulkhead.Priorities{Sheddable: 0.4}, Displace: displace}); err != nil {
 							t.Error(err)
 						}
@@ -335,4 +336,81 @@ func TestPoolPriorityChurn(t *testing.T) {
 			t.Fatalf("displaced without Displace: %+v", s)
 		}
 	}
+}
+
+// TestPoolPriorityDisplaceAged: displacement compares aged classes: a
+// Sheddable task aged to Critical is not pushed out by a Critical
+// newcomer; the SheddablePlus task queued after it is.
+func TestPoolPriorityDisplaceAged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		all := &bulkhead.Priorities{Sheddable: 1, SheddablePlus: 1, Aging: time.Second}
+		b, done := shedPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 2, Priorities: all, Displace: true})
+		defer done()
+		release := sync.OnceFunc(hold(t, b))
+		defer release()
+		var mu sync.Mutex
+		var order []string
+		a := prioTask(t, b, bulkhead.Sheddable, "a", &mu, &order)
+		time.Sleep(2 * time.Second) // a is Critical now
+		sp := prioTask(t, b, bulkhead.SheddablePlus, "sp", &mu, &order)
+		c := prioTask(t, b, bulkhead.Critical, "c", &mu, &order)
+		release()
+		if _, err := wait(t, sp); !isReason(err, bulkhead.ReasonDisplaced) {
+			t.Fatalf("the SheddablePlus task: %v, want ReasonDisplaced", err)
+		}
+		if _, err := wait(t, a); err != nil {
+			t.Fatalf("the Sheddable task aged to Critical: %v, want it kept and run", err)
+		}
+		wait(t, c)
+		if got := strings.Join(order, " "); got != "a c" {
+			t.Fatalf("start order %q, want \"a c\" (a aged to Critical and older)", got)
+		}
+	})
+}
+
+// TestPoolPriorityDisplaceCallbacksOffSubmitter: the displaced task's
+// future completes on a goroutine of the pool's, not inside the Submit
+// that displaced it: that Submit returns its future while the displaced
+// task's callback still runs, so a callback that panics or blocks cannot
+// lose the newcomer's future. Close waits for the callback.
+func TestPoolPriorityDisplaceCallbacksOffSubmitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, done := shedPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1, Priorities: &bulkhead.Priorities{}, Displace: true})
+		defer done()
+		release := sync.OnceFunc(hold(t, b))
+		defer release()
+		v, err := pool.Submit(bulkhead.WithPriority(context.Background(), bulkhead.Sheddable), b, answer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate := make(chan struct{})
+		gateOpen := sync.OnceFunc(func() { close(gate) })
+		defer gateOpen()
+		inCallback := make(chan struct{})
+		v.OnComplete(func(int, error) { close(inCallback); <-gate })
+		submitted := make(chan *future.Future[int], 1)
+		go func() {
+			f, err := pool.Submit(bulkhead.WithPriority(context.Background(), bulkhead.CriticalPlus), b, answer)
+			if err != nil {
+				t.Error(err)
+			}
+			submitted <- f
+		}()
+		<-inCallback
+		synctest.Wait()
+		var f *future.Future[int]
+		select {
+		case f = <-submitted:
+		default:
+			t.Fatal("the displacing Submit has not returned: it runs the displaced task's callback")
+		}
+		gateOpen()
+		if _, err := wait(t, v); !isReason(err, bulkhead.ReasonDisplaced) {
+			t.Fatalf("displaced task: %v, want ReasonDisplaced", err)
+		}
+		release()
+		if got, err := wait(t, f); got != 42 || err != nil {
+			t.Fatalf("the displacing task: %v, %v", got, err)
+		}
+	})
 }

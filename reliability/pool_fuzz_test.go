@@ -138,17 +138,6 @@ func (m *pfModel) kick() {
 	}
 }
 
-// laneHead reports whether t is the oldest queued task of its class (with
-// prio, only that one can be started in a waiting task's slot).
-func (m *pfModel) laneHead(t *pfTask) bool {
-	for _, x := range m.queue {
-		if x.class == t.class {
-			return x == t
-		}
-	}
-	return false
-}
-
 // pop takes the queued task a free worker starts: the oldest, or the
 // newest in LIFO order, or with prio the best.
 func (m *pfModel) pop() *pfTask {
@@ -250,8 +239,7 @@ func FuzzPoolStateMachine(f *testing.F) {
 // while its class's ceiling of queue slots has room, and is refused with
 // ReasonPriority (ReasonFull once the pool is full) otherwise; queued
 // tasks start highest class first, first in, first out within a class,
-// and only the oldest of its class can be started in a waiting task's
-// slot. Inside the tasks it checks that none started with more running
+// and any of them can be started in a waiting task's slot. Inside the tasks it checks that none started with more running
 // than its class's ceiling; after every step, the model's Stats; and that
 // the shadow, which must not change any of it, holds at most its one
 // worker, and nothing once the pool is drained. CI runs it briefly with
@@ -719,7 +707,7 @@ func runPoolModel(t *testing.T, data []byte, prio bool) {
 			}
 			fmt.Fprintf(&trace, "wait#%d-on-%s#%d ", w.id, via, pt.id)
 			w.waitOn = pt
-			if pt.queued && (!prio || m.laneHead(pt)) { // helped: it starts at once in w's slot
+			if pt.queued { // helped, whatever its class and place: it starts at once in w's slot
 				pt.lender = w
 				m.lent++
 				m.unqueue(pt)
