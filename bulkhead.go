@@ -147,7 +147,7 @@ func (e *FullError) Error() string {
 	}
 	switch { // the line's rules: why it did not wait, or stopped waiting
 	case e.Reason == ReasonWaiters && e.Waited:
-		return s + ": the oldest waiter, dropped for a newer one (maxWaitingCalls)"
+		return s + ": a waiter, dropped from the full line for a newer caller (maxWaitingCalls)"
 	case e.Reason == ReasonWaiters:
 		return s + ": too many callers waiting (maxWaitingCalls)"
 	case e.Reason == ReasonDeadline && e.Waited:

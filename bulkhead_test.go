@@ -49,7 +49,7 @@ func TestFullErrorMessages(t *testing.T) {
 		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonWaiters},
 			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): too many callers waiting (maxWaitingCalls)`},
 		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonWaiters, Waited: true},
-			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): the oldest waiter, dropped for a newer one (maxWaitingCalls)`},
+			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): a waiter, dropped from the full line for a newer caller (maxWaitingCalls)`},
 		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonDisplaced, Waited: true},
 			`bulkhead "p" (semaphore) is full (maxConcurrentCalls 2): pushed out of the line by a call of higher priority`},
 		{bulkhead.FullError{Name: "p", Kind: bulkhead.Semaphore, MaxConcurrentCalls: 2, Reason: bulkhead.ReasonDeadline},
