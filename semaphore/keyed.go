@@ -847,6 +847,9 @@ func (k *Keyed[K]) grantKeyLocked(e *entry[K], st *keyedSettings) {
 			continue
 		}
 		k.queueTotalLocked(e, w)
+		// A lock-free release between takeTotal and the wait flag served
+		// nobody: serve the line now, as acquireSlow does.
+		k.grantTotalLocked(st)
 	}
 }
 
