@@ -22,13 +22,15 @@ const defaultMaxActiveKeys = 1 << 16
 type KeyedConfig struct {
 	// PerKey is every key's limit (MaxConcurrentCalls) and how long a caller
 	// may wait for its permits (MaxWaitDuration, which bounds the whole
-	// wait: for the key's permit, then for the total's).
+	// wait: for the key's permit, then for the total's). Its other fields
+	// must be left zero: Validate refuses them.
 	PerKey Config
 	// MaxConcurrentCalls caps the calls of all keys together, from 1 to
 	// MaxLimit; 0 means no shared total.
 	MaxConcurrentCalls int
-	// MaxActiveKeys caps the keys that hold or wait for a permit at once;
-	// 0 means 65,536. A call for another key beyond it is refused.
+	// MaxActiveKeys caps the keys that hold or wait for a permit at once,
+	// up to 2,147,483,647; 0 means 65,536. A call for another key beyond it
+	// is refused.
 	MaxActiveKeys int
 }
 
@@ -43,14 +45,29 @@ func (c KeyedConfig) Validate() error {
 	if c.PerKey.Priorities != nil {
 		return fmt.Errorf("perKey.priorities: a keyed bulkhead has no priorities; give each priority its own Keyed")
 	}
+	const plain = "a keyed bulkhead's lines are first in, first out, bounded by maxWaitDuration only"
+	switch pk := c.PerKey; {
+	case pk.MaxWaitingCalls != 0:
+		return fmt.Errorf("perKey.maxWaitingCalls: %s, got %d", plain, pk.MaxWaitingCalls)
+	case pk.MinDeadlineSlack != 0:
+		return fmt.Errorf("perKey.minDeadlineSlack: %s, got %v", plain, pk.MinDeadlineSlack)
+	case pk.QueueOrder != bulkhead.FIFO: // and so LIFOThreshold, which needs AdaptiveLIFO
+		return fmt.Errorf("perKey.queueOrder: %s, got %v", plain, pk.QueueOrder)
+	case pk.CoDel != nil:
+		return fmt.Errorf("perKey.codel: %s, got %+v", plain, *pk.CoDel)
+	}
 	switch {
 	case c.MaxConcurrentCalls < 0 || c.MaxConcurrentCalls > MaxLimit:
 		return fmt.Errorf("maxConcurrentCalls must be 0 (no total) or from 1 to %d, got %d", MaxLimit, c.MaxConcurrentCalls)
-	case c.MaxActiveKeys < 0:
-		return fmt.Errorf("maxActiveKeys must be >= 0 (0 means %d), got %d", defaultMaxActiveKeys, c.MaxActiveKeys)
+	case c.MaxActiveKeys < 0 || c.MaxActiveKeys > maxActiveKeysLimit:
+		return fmt.Errorf("maxActiveKeys must be from 0 (meaning %d) to %d, got %d", defaultMaxActiveKeys, maxActiveKeysLimit, c.MaxActiveKeys)
 	}
 	return nil
 }
+
+// maxActiveKeysLimit is the largest MaxActiveKeys: the total word counts
+// the active keys in 31 bits.
+const maxActiveKeysLimit = 1<<31 - 1
 
 // Keyed limits the calls of each key of type K (a tenant, a customer, a
 // repository) to PerKey.MaxConcurrentCalls, and the calls of all keys

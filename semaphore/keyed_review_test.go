@@ -88,3 +88,51 @@ func TestKeyedKeyWaiterToTotalNoLostWakeup(t *testing.T) {
 	}
 	t.Logf("%d iterations", iters)
 }
+
+// PerKey's line-shaping fields have no effect on a Keyed, whose lines are
+// plain first-in, first-out ones: NewKeyed, Validate and Reconfigure refuse
+// them, naming the field and the value, instead of ignoring them (with
+// MaxWaitingCalls 1, two callers of one key used to wait).
+func TestKeyedRefusesLineOptions(t *testing.T) {
+	base := Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second}
+	with := func(f func(*Config)) KeyedConfig { c := base; f(&c); return KeyedConfig{PerKey: c} }
+	k, err := NewKeyed[string]("keyed", with(func(c *Config) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want, cfg := range map[string]KeyedConfig{
+		"perKey.maxWaitingCalls: a keyed bulkhead's lines are first in, first out, bounded by maxWaitDuration only, got 1":       with(func(c *Config) { c.MaxWaitingCalls = 1 }),
+		"perKey.minDeadlineSlack: a keyed bulkhead's lines are first in, first out, bounded by maxWaitDuration only, got 1s":     with(func(c *Config) { c.MinDeadlineSlack = time.Second }),
+		"perKey.queueOrder: a keyed bulkhead's lines are first in, first out, bounded by maxWaitDuration only, got lifo":         with(func(c *Config) { c.QueueOrder = bulkhead.LIFO }),
+		"perKey.queueOrder: a keyed bulkhead's lines are first in, first out, bounded by maxWaitDuration only, got adaptiveLifo": with(func(c *Config) { c.QueueOrder, c.LIFOThreshold = bulkhead.AdaptiveLIFO, 2 }),
+		"perKey.codel: a keyed bulkhead's lines are first in, first out, bounded by maxWaitDuration only, got {Target:1ms Interval:100ms}": with(func(c *Config) {
+			c.CoDel = &bulkhead.CoDel{Target: time.Millisecond, Interval: 100 * time.Millisecond}
+		}),
+	} {
+		if err := cfg.Validate(); err == nil || err.Error() != want {
+			t.Errorf("Validate: %v, want %q", err, want)
+		}
+		if _, err := NewKeyed[string]("keyed", cfg); err == nil || err.Error() != `semaphore "keyed": `+want {
+			t.Errorf("NewKeyed: %v, want %q", err, want)
+		}
+		if err := k.Reconfigure(cfg); err == nil || err.Error() != `semaphore "keyed": `+want {
+			t.Errorf("Reconfigure: %v, want %q", err, want)
+		}
+	}
+	if got := k.Config(); got != with(func(c *Config) {}) {
+		t.Errorf("refused Reconfigures changed the config: %+v", got)
+	}
+}
+
+// Validate refuses a MaxActiveKeys the total word cannot count (31 bits of
+// active keys, the next bit being the waiting flag), naming the limit.
+func TestKeyedMaxActiveKeysFits(t *testing.T) {
+	cfg := KeyedConfig{PerKey: Config{MaxConcurrentCalls: 1}, MaxActiveKeys: 1 << 40}
+	want := "maxActiveKeys must be from 0 (meaning 65536) to 2147483647, got 1099511627776"
+	if err := cfg.Validate(); err == nil || err.Error() != want {
+		t.Errorf("MaxActiveKeys 1<<40: %v, want %q", err, want)
+	}
+	if cfg.MaxActiveKeys = 1<<31 - 1; cfg.Validate() != nil {
+		t.Errorf("MaxActiveKeys 1<<31-1: %v", cfg.Validate())
+	}
+}

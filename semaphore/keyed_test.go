@@ -78,7 +78,7 @@ func TestNewKeyedRejectsBadInput(t *testing.T) {
 		{"x", semaphore.KeyedConfig{PerKey: semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: -1}}, "perKey.maxWaitDuration must be >= 0, got -1ns"},
 		{"x", semaphore.KeyedConfig{PerKey: ok, MaxConcurrentCalls: -1}, "maxConcurrentCalls must be 0 (no total) or from 1 to 1048576, got -1"},
 		{"x", semaphore.KeyedConfig{PerKey: ok, MaxConcurrentCalls: semaphore.MaxLimit + 1}, "got 1048577"},
-		{"x", semaphore.KeyedConfig{PerKey: ok, MaxActiveKeys: -2}, "maxActiveKeys must be >= 0 (0 means 65536), got -2"},
+		{"x", semaphore.KeyedConfig{PerKey: ok, MaxActiveKeys: -2}, "maxActiveKeys must be from 0 (meaning 65536) to 2147483647, got -2"},
 	}
 	for _, c := range cases {
 		k, err := semaphore.NewKeyed[int](c.name, c.cfg)
