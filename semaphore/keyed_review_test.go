@@ -136,3 +136,38 @@ func TestKeyedMaxActiveKeysFits(t *testing.T) {
 		t.Errorf("MaxActiveKeys 1<<31-1: %v", cfg.Validate())
 	}
 }
+
+// A second Release of a KeyedPermit, or of a copy, panics naming the call
+// and gives back nothing: it used to give back the permits of another call
+// of the key, which then ran beside two newly admitted ones with PerKey 2
+// and a total of 2.
+func TestKeyedPermitReleaseTwicePanics(t *testing.T) {
+	k := keyedFor(t, 2, 2, 0)
+	p1, _ := k.TryAcquire("a")
+	p2, _ := k.TryAcquire("a")
+	releaseTwice := func(p KeyedPermit[string]) (r any) {
+		defer func() { r = recover() }()
+		p.Release(nil)
+		return nil
+	}
+	p1.Release(nil)
+	const want = "semaphore: KeyedPermit.Release called twice"
+	if r := releaseTwice(p1); r != want {
+		t.Fatalf("second Release: panic %v, want %q", r, want)
+	}
+	q1, ok1 := k.TryAcquire("a")
+	_, ok2 := k.TryAcquire("a")
+	if inFlight, _ := k.Key("a"); !ok1 || ok2 || inFlight != 2 || k.Stats().InFlight != 2 {
+		t.Fatalf("after the refused Release: TryAcquire %v %v, key a %d in flight, total %d; want true false 2 2",
+			ok1, ok2, inFlight, k.Stats().InFlight)
+	}
+	copied := p2
+	copied.Release(nil)
+	if r := releaseTwice(p2); r != want { // a copy is the same permit
+		t.Fatalf("Release of a released permit's copy: panic %v, want %q", r, want)
+	}
+	q1.Release(nil)
+	if st := k.Stats(); st.InFlight != 0 || st.Finished != 3 {
+		t.Errorf("at rest: %+v", st)
+	}
+}

@@ -573,7 +573,7 @@ func TestKeyedMisusePanics(t *testing.T) {
 		"semaphore: Keyed.Subscribe called with a nil function":       func() { k.Subscribe(nil) },
 		"semaphore: KeyedPermit.Release called on a zero KeyedPermit": func() { semaphore.KeyedPermit[string]{}.Release(nil) },
 		"semaphore: Keyed used without NewKeyed":                      func() { zero.TryAcquire("a") },
-		"semaphore: KeyedPermit.Release called without a held permit": func() {
+		"semaphore: KeyedPermit.Release called twice": func() {
 			p, _ := k.TryAcquire("a")
 			p.Release(nil)
 			p.Release(nil)
