@@ -473,9 +473,11 @@ func (k *Keyed[K]) tryFast(st *keyedSettings, e *entry[K], key K) bool {
 		}
 		break
 	}
-	if e.key != key {
+	if e.key != key || k.set.Load() != st {
 		// e was evicted and recycled for another key (or a hash collides)
-		// since the table gave it: give back and look under the lock.
+		// since the table gave it, or Reconfigure replaced st since the
+		// caller read it (a call admitted after it under the old limits):
+		// give back and look under the lock.
 		k.putBack(e, 1, false)
 		return false
 	}

@@ -3,6 +3,7 @@ package semaphore
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"sync"
 	"testing"
 	"time"
@@ -170,4 +171,25 @@ func TestKeyedPermitReleaseTwicePanics(t *testing.T) {
 	if st := k.Stats(); st.InFlight != 0 || st.Finished != 3 {
 		t.Errorf("at rest: %+v", st)
 	}
+}
+
+// A call that read the settings before a Reconfigure lowered a limit, and
+// reserves its permits after it, is not admitted under the old limit: it
+// gives them back and takes the locked path, which reads the new one. The
+// interleaving is set up by hand: tryFast with the settings of before.
+func TestKeyedStaleSettingsNotAdmitted(t *testing.T) {
+	k := keyedFor(t, 2, 4, 0)
+	p, _ := k.TryAcquire("a")
+	e := k.tab.Load().lookup(maphash.Comparable(k.seed, "a"), "a")
+	old := k.settings()
+	if err := k.Reconfigure(KeyedConfig{PerKey: Config{MaxConcurrentCalls: 1}, MaxConcurrentCalls: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if k.tryFast(old, e, "a") {
+		t.Errorf("admitted with the settings of before Reconfigure: key a has %d held with PerKey 1", held(e.state.Load()))
+	}
+	if held(e.state.Load()) != 1 || k.Stats().InFlight != 1 {
+		t.Errorf("after the refusal: %d held, %d in flight; want 1 and 1", held(e.state.Load()), k.Stats().InFlight)
+	}
+	p.Release(nil)
 }
