@@ -521,10 +521,17 @@ func putKey[K comparable](e *entry[K], fin bool) uint64 {
 		if s&kHeld == 0 || s&kDead != 0 {
 			panic("semaphore: KeyedPermit.Release called without a held permit")
 		}
-		if e.state.CompareAndSwap(s, s+d) {
-			if fin && finishedOf(s) == kFinMax {
-				e.finHigh.Add(1) // the low bits wrapped to zero
+		if fin && finishedOf(s) == kFinMax {
+			// Wrap the low bits to zero while the permit is still held, so
+			// that the entry cannot be evicted (and finHigh read and reset)
+			// before the carry lands; then give the permit back.
+			if e.state.CompareAndSwap(s, s+kOneFin) {
+				e.finHigh.Add(1)
+				fin, d = false, ^uint64(0)
 			}
+			continue
+		}
+		if e.state.CompareAndSwap(s, s+d) {
 			return s
 		}
 	}
