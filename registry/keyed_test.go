@@ -210,3 +210,34 @@ func TestKeyedSemaphoreErrors(t *testing.T) {
 		t.Errorf("code config: %v", err)
 	}
 }
+
+// A keyed semaphore's lines are plain FIFOs: YAML keys that would shape
+// them, or add priorities or a shadow, are refused on a keyed instance (and
+// through a shared config it inherits), naming the key, instead of being
+// dropped.
+func TestKeyedSemaphoreYAMLRefusesLineKeys(t *testing.T) {
+	const keyed = "a keyed semaphore (one with maxConcurrentCallsPerKey)"
+	for in, want := range map[string]string{
+		".instances.t: {maxConcurrentCallsPerKey: 1, maxWaitDuration: 1s, maxWaitingCalls: 1}":                                            "maxWaitingCalls is not supported on " + keyed,
+		".instances.t: {maxConcurrentCallsPerKey: 1, maxWaitDuration: 1s, minDeadlineSlack: 5ms}":                                         "minDeadlineSlack is not supported on " + keyed,
+		".instances.t: {maxConcurrentCallsPerKey: 1, maxWaitDuration: 1s, queueOrder: lifo}":                                              "queueOrder must be fifo on " + keyed,
+		".instances.t: {maxConcurrentCallsPerKey: 1, maxWaitDuration: 1s, queueOrder: adaptiveLifo, lifoThreshold: 2}":                    "queueOrder must be fifo on " + keyed,
+		".instances.t: {maxConcurrentCallsPerKey: 1, maxWaitDuration: 1s, codel: {targetDelay: 5ms}}":                                     "codel is not supported on " + keyed,
+		".instances.t: {maxConcurrentCallsPerKey: 1, priorities: {ceilings: {sheddable: 50}}}":                                            "priorities is not supported on " + keyed,
+		".instances.t: {maxConcurrentCallsPerKey: 1, maxConcurrentCalls: 4, shadow: {maxConcurrentCalls: 2}}":                             "shadow is not supported on " + keyed,
+		".instances.t: {maxConcurrentCallsPerKey: 1, observe: true}":                                                                      "observe is not supported on " + keyed,
+		": {configs: {slow: {maxWaitDuration: 1s, maxWaitingCalls: 3}}, instances: {t: {baseConfig: slow, maxConcurrentCallsPerKey: 1}}}": "maxWaitingCalls is not supported on " + keyed + ", whose lines are first in, first out, bounded by maxWaitDuration only, got 3",
+	} {
+		if _, err := Load(strings.NewReader("resilience4j.bulkhead" + in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+	for _, in := range []string{ // what a keyed semaphore does: accepted
+		".instances.t: {maxConcurrentCallsPerKey: 1, maxWaitDuration: 1s, queueOrder: fifo, maxWaitingCalls: 0}",
+		": {configs: {slow: {maxWaitDuration: 1s, maxWaitingCalls: 3}}, instances: {t: {maxConcurrentCallsPerKey: 1, maxWaitingCalls: 0, baseConfig: slow}, p: {baseConfig: slow}}}",
+	} {
+		if _, err := Load(strings.NewReader("resilience4j.bulkhead" + in)); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+}

@@ -11,7 +11,8 @@ import (
 
 // BenchmarkKeyedDo measures a keyed call beside the plain Do (the issue's
 // target: at most 3x, and 0 allocations after a key's first call).
-// hot-key calls one key; 1k-keys calls 1,000 keys that each hold a permit
+// hot-key calls one key; permit takes and releases a KeyedPermit of one
+// key; 1k-keys calls 1,000 keys that each hold a permit
 // all along; churn calls a new key each time, out of 100,000, beside the
 // 1,000 held, and reports the heap after the churn less the heap before
 // (heap-delta-B, after a GC on both sides).
@@ -30,6 +31,14 @@ func BenchmarkKeyedDo(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			k.Do(ctx, "tenant-1", fn)
+		}
+	})
+	b.Run("permit", func(b *testing.B) { // TryAcquire and Release, one key
+		k := mustKeyed(b, 1<<20, 1<<20, 0)
+		b.ReportAllocs()
+		for b.Loop() {
+			p, _ := k.TryAcquire("tenant-1")
+			p.Release(nil)
 		}
 	})
 	keys := make([]string, 100_000)

@@ -78,7 +78,7 @@ func TestNewKeyedRejectsBadInput(t *testing.T) {
 		{"x", semaphore.KeyedConfig{PerKey: semaphore.Config{MaxConcurrentCalls: 1, MaxWaitDuration: -1}}, "perKey.maxWaitDuration must be >= 0, got -1ns"},
 		{"x", semaphore.KeyedConfig{PerKey: ok, MaxConcurrentCalls: -1}, "maxConcurrentCalls must be 0 (no total) or from 1 to 1048576, got -1"},
 		{"x", semaphore.KeyedConfig{PerKey: ok, MaxConcurrentCalls: semaphore.MaxLimit + 1}, "got 1048577"},
-		{"x", semaphore.KeyedConfig{PerKey: ok, MaxActiveKeys: -2}, "maxActiveKeys must be >= 0 (0 means 65536), got -2"},
+		{"x", semaphore.KeyedConfig{PerKey: ok, MaxActiveKeys: -2}, "maxActiveKeys must be from 0 (meaning 65536) to 2147483647, got -2"},
 	}
 	for _, c := range cases {
 		k, err := semaphore.NewKeyed[int](c.name, c.cfg)
@@ -573,7 +573,7 @@ func TestKeyedMisusePanics(t *testing.T) {
 		"semaphore: Keyed.Subscribe called with a nil function":       func() { k.Subscribe(nil) },
 		"semaphore: KeyedPermit.Release called on a zero KeyedPermit": func() { semaphore.KeyedPermit[string]{}.Release(nil) },
 		"semaphore: Keyed used without NewKeyed":                      func() { zero.TryAcquire("a") },
-		"semaphore: KeyedPermit.Release called without a held permit": func() {
+		"semaphore: KeyedPermit.Release called twice": func() {
 			p, _ := k.TryAcquire("a")
 			p.Release(nil)
 			p.Release(nil)

@@ -515,6 +515,29 @@ func checkKeyed(s SemaphoreSpec, _ semaphore.Config, e entry) {
 		fail("maxActiveKeys", "must be >= 0 (0 means 65536), got %d", *s.MaxActiveKeys)
 	case s.Adaptive != nil:
 		fail("adaptive", "is not supported on a keyed semaphore (one with maxConcurrentCallsPerKey)")
+	default:
+		// semaphore.KeyedConfig.Validate refuses them too, but a keyed
+		// instance's PerKey is built from the keys below only.
+		const which = "a keyed semaphore (one with maxConcurrentCallsPerKey), whose lines are first in, first out, bounded by maxWaitDuration only"
+		l, x := s.Line, s.Extras
+		switch {
+		case l.MaxWaitingCalls != nil && *l.MaxWaitingCalls != 0:
+			fail("maxWaitingCalls", "is not supported on %s, got %d", which, *l.MaxWaitingCalls)
+		case l.MinDeadlineSlack != nil && *l.MinDeadlineSlack != 0:
+			fail("minDeadlineSlack", "is not supported on %s, got %v", which, *l.MinDeadlineSlack)
+		case l.QueueOrder != nil && *l.QueueOrder != bulkhead.FIFO:
+			fail("queueOrder", "must be fifo on %s, got %v", which, *l.QueueOrder)
+		case l.LIFOThreshold != nil && *l.LIFOThreshold != 0:
+			fail("lifoThreshold", "is not supported on %s, got %d", which, *l.LIFOThreshold)
+		case l.CoDel != nil:
+			fail("codel", "is not supported on %s", which)
+		case x.Priorities != nil:
+			fail("priorities", "is not supported on %s; give each priority its own keyed semaphore", which)
+		case x.Shadow != nil:
+			fail("shadow", "is not supported on %s; shadow a plain semaphore", which)
+		case x.Observe != nil && *x.Observe:
+			fail("observe", "is not supported on %s; observe with a plain semaphore", which)
+		}
 	}
 	if s.Adaptive != nil && s.Extras.Shadow != nil {
 		// the controller would move the limit below the shadow's
