@@ -457,10 +457,15 @@ func (b *Bulkhead) refillKeyedLocked() {
 // kickLocked starts, in a keyed pool, the tasks that may start while a
 // worker is free, for the caller to invoke once b.mu is released; nil in a
 // plain pool, whose free worker leaves nothing queued.
-func (b *Bulkhead) kickLocked() (start []*node) {
-	if b.keys == nil || b.queue.len+b.waiting.len == 0 {
+func (b *Bulkhead) kickLocked() []*node {
+	if b.keys == nil || b.queue.len+b.waiting.len == 0 { // inlined: no call when nothing waits
 		return nil
 	}
+	return b.kickQueuedLocked()
+}
+
+// kickQueuedLocked is kickLocked's loop.
+func (b *Bulkhead) kickQueuedLocked() (start []*node) {
 	for b.free() {
 		n := b.popLocked()
 		if n == nil {
