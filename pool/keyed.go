@@ -50,20 +50,30 @@ func (c KeyedConfig) Validate() error {
 // submission order, at most MaxRunningPerKey of them at once and at most
 // QueueCapacityPerKey queued, and a freed worker takes the next task of the
 // next key in round-robin order, so that one key's burst cannot take the
-// others' turn. A lane with nothing queued or running goes away at once.
+// others' turn. A lane with nothing queued or running goes away at once: it
+// holds nothing, and the last 64 gone stay cached for their
+// keys' next tasks, least recently used out.
 // Submit with [SubmitKeyed] or [GoKeyed]; everything else is as for a
 // [Bulkhead]. Create one with [NewKeyed] and stop it with Close.
 type Keyed[K comparable] struct {
 	b       *Bulkhead
-	lanes   map[K]*klane[K] // guarded by b.mu, as everything below
-	idle    []*klane[K]     // lanes gone, for reuse
-	evicted uint64
+	lanes   map[K]*klane[K] // the lanes in use and the idle ones; guarded by b.mu, as everything below
+	idle    klane[K]        // the sentinel of the ring of idle lanes, least recently used next
+	nidle   int
+	evicted uint64 // idle lanes removed from the cache
 }
 
-// klane is a key's lane with its key.
+// maxIdleLanes is how many idle lanes a Keyed keeps for their keys: a
+// key's next task then neither inserts nor deletes a map entry
+// (G3_Join/ours_pool_SubmitKeyed_Wait, keys in turn over 16 keys).
+const maxIdleLanes = 64
+
+// klane is a key's lane with its key and, while idle, its place in the
+// ring of idle lanes.
 type klane[K comparable] struct {
 	lane
-	key K
+	key          K
+	older, newer *klane[K] // in the idle ring; nil while in use
 }
 
 // NewKeyed returns a keyed pool named name with the given configuration.
@@ -77,34 +87,48 @@ func NewKeyed[K comparable](name string, cfg KeyedConfig) (*Keyed[K], error) {
 		return nil, err
 	}
 	k := &Keyed[K]{b: b, lanes: make(map[K]*klane[K])}
+	k.idle.older, k.idle.newer = &k.idle, &k.idle
 	b.keys = &lanes{gone: k.gone}
 	b.keys.set(cfg)
 	return k, nil
 }
 
-// gone forgets l, a lane with nothing queued, running or waiting. b.mu
-// must be held.
+// gone makes l, a lane with nothing queued, running or waiting, the most
+// recently used idle lane, evicting the least recently used beyond
+// maxIdleLanes. b.mu must be held.
 func (k *Keyed[K]) gone(l *lane) {
 	kl := l.owner.(*klane[K])
-	delete(k.lanes, kl.key)
-	k.evicted++
-	if len(k.idle) < 64 {
-		*kl = klane[K]{}
-		k.idle = append(k.idle, kl)
+	if kl.newer != nil {
+		return // idle already
 	}
+	if k.nidle == maxIdleLanes {
+		old := k.idle.newer
+		k.unidle(old)
+		delete(k.lanes, old.key)
+		k.evicted++
+	}
+	kl.older, kl.newer = k.idle.older, &k.idle
+	k.idle.older.newer, k.idle.older = kl, kl
+	k.nidle++
+}
+
+// unidle takes kl out of the ring of idle lanes.
+func (k *Keyed[K]) unidle(kl *klane[K]) {
+	kl.older.newer, kl.newer.older = kl.newer, kl.older
+	kl.older, kl.newer = nil, nil
+	k.nidle--
 }
 
 // laneLocked returns key's lane, made if it has none. b.mu must be held.
 func (k *Keyed[K]) laneLocked(key K) *lane {
 	kl := k.lanes[key]
-	if kl == nil {
-		if n := len(k.idle); n > 0 {
-			kl, k.idle = k.idle[n-1], k.idle[:n-1]
-		} else {
-			kl = new(klane[K])
-		}
-		kl.key, kl.owner = key, kl
+	switch {
+	case kl == nil:
+		kl = &klane[K]{key: key}
+		kl.owner = kl
 		k.lanes[key] = kl
+	case kl.newer != nil:
+		k.unidle(kl)
 	}
 	return &kl.lane
 }
@@ -166,14 +190,14 @@ func (k *Keyed[K]) Subscribe(fn func(bulkhead.Event)) (cancel func()) { return k
 // Stats returns the pool's totals, as [Bulkhead.Stats].
 func (k *Keyed[K]) Stats() bulkhead.Stats { return k.b.Stats() }
 
-// KeyStats returns the number of keys with a lane and the rejections for a
-// full lane (RejectedKey). Evicted counts the lanes that went away; a full
-// pool refuses with ReasonFull, counted in Stats, so RejectedTotal and
-// RejectedKeys stay 0.
+// KeyStats returns the number of keys with a lane in use, the idle lanes
+// cached, those evicted from that cache, and the rejections for a full lane
+// (RejectedKey); a full pool refuses with ReasonFull, counted in Stats, so
+// RejectedTotal and RejectedKeys stay 0.
 func (k *Keyed[K]) KeyStats() bulkhead.KeyStats {
 	k.b.mu.Lock()
 	defer k.b.mu.Unlock()
-	return bulkhead.KeyStats{ActiveKeys: len(k.lanes), Evicted: k.evicted,
+	return bulkhead.KeyStats{ActiveKeys: len(k.lanes) - k.nidle, IdleKeys: k.nidle, Evicted: k.evicted,
 		RejectedKey: k.b.rejected[bulkhead.ReasonKey].Load()}
 }
 
@@ -433,10 +457,15 @@ func (b *Bulkhead) refillKeyedLocked() {
 // kickLocked starts, in a keyed pool, the tasks that may start while a
 // worker is free, for the caller to invoke once b.mu is released; nil in a
 // plain pool, whose free worker leaves nothing queued.
-func (b *Bulkhead) kickLocked() (start []*node) {
-	if b.keys == nil {
+func (b *Bulkhead) kickLocked() []*node {
+	if b.keys == nil || b.queue.len+b.waiting.len == 0 { // inlined: no call when nothing waits
 		return nil
 	}
+	return b.kickQueuedLocked()
+}
+
+// kickQueuedLocked is kickLocked's loop.
+func (b *Bulkhead) kickQueuedLocked() (start []*node) {
 	for b.free() {
 		n := b.popLocked()
 		if n == nil {

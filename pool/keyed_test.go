@@ -245,3 +245,58 @@ func TestKeyedTimeoutCancelWaitClose(t *testing.T) {
 		}
 	})
 }
+
+// A lane that empties counts as gone at once; the last 64 stay cached as
+// idle (least recently used out, counted in Evicted), and a key's next
+// task reuses its idle lane, limits and order intact.
+func TestKeyedIdleLanes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newKeyedPool(t, pool.KeyedConfig{Config: pool.Config{MaxWorkers: 2, QueueCapacity: 10}, MaxRunningPerKey: 1})
+		ctx := context.Background()
+		for key := range 70 {
+			f, err := pool.SubmitKeyed(ctx, k, key, func(context.Context) (int, error) { return key, nil })
+			if err != nil {
+				t.Fatal(key, err)
+			}
+			if v, err := f.Wait(ctx); v != key || err != nil {
+				t.Fatalf("key %d: %d, %v", key, v, err)
+			}
+		}
+		synctest.Wait()
+		if st := k.KeyStats(); st.ActiveKeys != 0 || st.IdleKeys != 64 || st.Evicted != 6 {
+			t.Fatalf("after 70 keys one by one: %+v, want 0 active, 64 idle, 6 evicted", st)
+		}
+		release := make(chan struct{})
+		var rec recorder
+		for i := range 3 { // key 69's lane is idle: reused, one task at a time, in order
+			if _, err := pool.SubmitKeyed(ctx, k, 69, func(context.Context) (int, error) {
+				rec.add(i)
+				<-release
+				return i, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if r, q := k.Key(69); r != 1 || q != 2 {
+			t.Fatalf("Key(69) = %d running, %d queued; want 1, 2", r, q)
+		}
+		if r, q := k.Key(68); r != 0 || q != 0 {
+			t.Fatalf("idle Key(68) = %d running, %d queued; want 0, 0", r, q)
+		}
+		if st := k.KeyStats(); st.ActiveKeys != 1 || st.IdleKeys != 63 || st.Evicted != 6 {
+			t.Fatalf("with key 69 in use: %+v, want 1 active, 63 idle, 6 evicted", st)
+		}
+		if _, err := pool.SubmitKeyed(ctx, k, 1000, func(context.Context) (int, error) { return 0, nil }); err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		synctest.Wait()
+		if len(rec.order) != 3 || rec.order[0] != 0 || rec.order[1] != 1 || rec.order[2] != 2 {
+			t.Fatalf("key 69's start order %v, want [0 1 2]", rec.order)
+		}
+		if st := k.KeyStats(); st.ActiveKeys != 0 || st.IdleKeys != 64 || st.Evicted != 7 {
+			t.Fatalf("after a new key and key 69 done: %+v, want 0 active, 64 idle, 7 evicted", st)
+		}
+	})
+}
