@@ -259,14 +259,10 @@ func (g *Group[T]) refused(t *task[T], err error, counted bool) {
 	t.drop()
 }
 
-// stoppedLocked reports whether Go must submit nothing more.
+// stoppedLocked reports whether Go must submit nothing more. Err is an
+// atomic load; a select on Done would lock (G4_FanOut/ours_pool_Group).
 func (g *Group[T]) stoppedLocked() bool {
-	select {
-	case <-g.ctx.Done():
-		return true
-	default:
-		return g.err != nil
-	}
+	return g.err != nil || g.ctx.Err() != nil
 }
 
 // roomLocked reports whether the group may put one more task in the pool.
