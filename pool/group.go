@@ -242,7 +242,7 @@ func (g *Group[T]) end(n *node, err error, out bool) {
 	g.mu.Unlock()
 	if first {
 		for _, t := range rest {
-			if t != nil && &t.node != n {
+			if &t.node != n {
 				g.b.dropQueued(&t.node, context.Canceled, bulkhead.EventCancelled)
 			}
 		}
