@@ -30,11 +30,10 @@ type Group[T any] struct {
 	waitCtx valuesOnly
 
 	mu sync.Mutex
-	// ts are the tasks in Go order, nil from next on where Go submitted
-	// nothing; ts[:next] have ended, their values moved to vals and their
-	// entries cleared, so that an ended task is garbage at once: a fan-out
-	// keeps about its limit of tasks alive, not all of them, and the
-	// collector marks less (G4_FanOut/ours_pool_Group).
+	// ts are the tasks in Go order. ts[:next] have ended: Go moved their
+	// values to vals and cleared their entries, so that an ended task is
+	// garbage at once: a fan-out keeps about its limit of tasks alive, not
+	// all of them, and the collector marks less (G4_FanOut/ours_pool_Group).
 	ts   []*task[T]
 	vals []T // len(vals) == next
 	// pending are TryGo's tasks being submitted, not yet in ts: a task
@@ -180,7 +179,7 @@ func (g *Group[T]) Wait() ([]T, error) {
 	g.usable("Wait", true)
 	g.mu.Lock()
 	for i := g.next; i < len(g.ts); i++ {
-		if t := g.ts[i]; t != nil {
+		if t := g.ts[i]; t != nil { // nil: a concurrent Go moved its value
 			g.mu.Unlock()
 			_, _ = t.p.Future().Wait(&g.waitCtx)
 			g.mu.Lock()
