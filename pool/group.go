@@ -30,11 +30,16 @@ type Group[T any] struct {
 	waitCtx valuesOnly
 
 	mu sync.Mutex
-	ts []*task[T] // in Go order; nil where Go submitted nothing
+	// ts are the tasks in Go order. ts[:next] have ended: Go moved their
+	// values to vals and cleared their entries, so that an ended task is
+	// garbage at once: a fan-out keeps about its limit of tasks alive, not
+	// all of them, and the collector marks less (G4_FanOut/ours_pool_Group).
+	ts   []*task[T]
+	vals []T // len(vals) == next
 	// pending are TryGo's tasks being submitted, not yet in ts: a task
 	// takes its place only once the pool took it, or when it fails first.
 	pending []*task[T]
-	next    int // ts[:next] have ended
+	next    int
 	inPool  int // tasks submitted and not yet out of the pool (see end)
 	limit   int // SetLimit's; 0: the pool's MaxWorkers
 	err     *future.TaskError
@@ -95,6 +100,7 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	g.mu.Lock()
 	t.gi = len(g.ts)
 	g.ts = append(g.ts, t)
+	g.harvestLocked()
 	for !g.stoppedLocked() && !g.roomLocked() {
 		oldest := g.oldestLocked()
 		g.mu.Unlock()
@@ -173,16 +179,19 @@ func (g *Group[T]) Wait() ([]T, error) {
 	g.usable("Wait", true)
 	g.mu.Lock()
 	for i := g.next; i < len(g.ts); i++ {
-		if t := g.ts[i]; t != nil {
+		if t := g.ts[i]; t != nil { // nil: a concurrent Go moved its value
 			g.mu.Unlock()
 			_, _ = t.p.Future().Wait(&g.waitCtx)
 			g.mu.Lock()
 		}
 	}
 	vals := make([]T, len(g.ts))
-	for i, t := range g.ts {
-		if v, err := t.p.Future().Result(); err == nil {
-			vals[i] = v
+	copy(vals, g.vals)
+	for i := g.next; i < len(g.ts); i++ {
+		if t := g.ts[i]; t != nil {
+			if v, err := t.p.Future().Result(); err == nil {
+				vals[i] = v
+			}
 		}
 	}
 	err := g.err
@@ -224,14 +233,14 @@ func (g *Group[T]) end(n *node, err error, out bool) {
 		}
 		g.err = &future.TaskError{Index: n.gi, Err: err}
 	}
-	cause, rest := g.err, g.ts[g.next:] // entries never change once appended
-	var pending []*task[T]
+	cause := g.err
+	var rest []*task[T]
 	if first {
-		pending = slices.Clone(g.pending)
+		rest = slices.Concat(g.ts[g.next:], g.pending)
 	}
 	g.mu.Unlock()
 	if first {
-		for _, t := range slices.Concat(rest, pending) {
+		for _, t := range rest {
 			if &t.node != n {
 				g.b.dropQueued(&t.node, context.Canceled, bulkhead.EventCancelled)
 			}
@@ -259,14 +268,23 @@ func (g *Group[T]) refused(t *task[T], err error, counted bool) {
 	t.drop()
 }
 
-// stoppedLocked reports whether Go must submit nothing more.
-func (g *Group[T]) stoppedLocked() bool {
-	select {
-	case <-g.ctx.Done():
-		return true
-	default:
-		return g.err != nil
+// harvestLocked moves the values of the tasks at next that have ended to
+// vals, and forgets the tasks. ts ends with a task of Go's that has not.
+func (g *Group[T]) harvestLocked() {
+	for ; g.ts[g.next].ended(); g.next++ {
+		v, err := g.ts[g.next].p.Future().Result()
+		if err != nil {
+			v = *new(T)
+		}
+		g.vals = append(g.vals, v)
+		g.ts[g.next] = nil
 	}
+}
+
+// stoppedLocked reports whether Go must submit nothing more. Err is an
+// atomic load; a select on Done would lock (G4_FanOut/ours_pool_Group).
+func (g *Group[T]) stoppedLocked() bool {
+	return g.err != nil || g.ctx.Err() != nil
 }
 
 // roomLocked reports whether the group may put one more task in the pool.
@@ -281,8 +299,7 @@ func (g *Group[T]) roomLocked() bool {
 // oldestLocked returns the oldest task of the group in the pool; the group
 // is at its limit, so there is one.
 func (g *Group[T]) oldestLocked() *task[T] {
-	for ; g.ts[g.next].ended(); g.next++ {
-	}
+	g.harvestLocked()
 	for _, ts := range [2][]*task[T]{g.ts[g.next:], g.pending} {
 		for _, t := range ts {
 			if t.inGroup {
