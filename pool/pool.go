@@ -710,6 +710,45 @@ func (b *Bulkhead) workDone() {
 // another worker. n's Group hears of its failure before the slot is freed
 // (see Group.end).
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
+	if n.grp != nil || n.lane != nil || n.lender != nil {
+		return b.finishMore(n, start, leaving)
+	}
+	// A task of no Group, lane or loan: the same steps with fewer values
+	// kept across calls (G3_Join/ours_pool_Submit_Wait).
+	b.mu.Lock()
+	b.finished++
+	if n.err != nil {
+		b.failed++
+	}
+	b.running.remove(n)
+	n.state = stDone
+	if b.shadow != nil {
+		b.shadowDone(n)
+	}
+	b.active--
+	if b.queue.len+b.waiting.len > 0 && b.free() {
+		if next = b.popLocked(); next != nil {
+			b.startLocked(next)
+		}
+	}
+	b.storeSaturated()
+	sh := b.takeShedLocked()
+	b.mu.Unlock()
+	n.drop()
+	pub := b.hub.Active()
+	if next == nil && sh == nil && !pub {
+		n.j.settle()
+		return nil
+	}
+	if next != nil && (leaving || pub) {
+		b.invoke(next)
+		next = nil
+	}
+	return b.settle(n, next, nil, nil, sh, pub, start, n.err)
+}
+
+// finishMore is finish for a task of a Group, of a lane or in a lent slot.
+func (b *Bulkhead) finishMore(n *node, start time.Time, leaving bool) (next *node) {
 	err := n.err
 	grp := n.grp
 	if grp != nil && err != nil {
