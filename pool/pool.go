@@ -664,12 +664,42 @@ func (b *Bulkhead) invoke(n *node) {
 	}
 }
 
-// work is the ants pool's function: it runs n, then the next tasks finish
-// hands it.
+// work is the ants pool's function: it runs n, counted running, then the
+// next tasks finish hands it. A panic or runtime.Goexit in a task fails its
+// future; one in a subscriber of its EventPermitted fails it unrun. After a
+// recovered panic the next task goes to another worker. One frame and one
+// defer for all of it (G3_Join/ours_pool_Submit_Wait).
 func (b *Bulkhead) work(arg any) {
-	defer b.workDone()
-	for n := arg.(*node); n != nil; {
-		n = b.run(n)
+	n := arg.(*node)
+	var start time.Time
+	started, returned := false, false
+	defer func() {
+		if !returned {
+			n.err = errNotRun
+			if started {
+				n.err = errGoexit
+				if r := recover(); r != nil {
+					n.err = &bulkhead.PanicError{Value: r, Stack: debug.Stack()}
+				}
+			}
+			b.finish(n, start, true) // the next task goes to another worker
+		}
+		b.workDone()
+	}()
+	for n != nil {
+		started, returned, start = false, false, time.Time{}
+		if b.hub.Active() {
+			start = clock.Now()
+			var wait time.Duration
+			if n.queuedAt != 0 { // the wait from the same clock read: b.now() at start
+				wait = time.Duration((int64(start.Sub(b.epoch)) | 1) - n.queuedAt)
+			}
+			b.publishAt(bulkhead.EventPermitted, start, nil, wait, 0)
+		}
+		started = true
+		n.j.exec()
+		returned = true
+		n = b.finish(n, start, false)
 	}
 }
 
@@ -681,48 +711,51 @@ func (b *Bulkhead) workDone() {
 	}
 }
 
-// run runs n, counted running, and returns this worker's next task. A
-// panic or runtime.Goexit in the task fails its future; one in a subscriber
-// of its EventPermitted fails it unrun, and goes on.
-func (b *Bulkhead) run(n *node) (next *node) {
-	var start time.Time
-	started, returned := false, false
-	defer func() {
-		if returned {
-			return
-		}
-		if started {
-			if r := recover(); r != nil {
-				n.err = &bulkhead.PanicError{Value: r, Stack: debug.Stack()}
-				next = b.finish(n, start, false)
-				return
-			}
-			n.err = errGoexit
-		} else {
-			n.err = errNotRun
-		}
-		b.finish(n, start, true) // this goroutine is ending
-	}()
-	if b.hub.Active() {
-		start = clock.Now()
-		var wait time.Duration
-		if n.queuedAt != 0 { // the wait from the same clock read: b.now() at start
-			wait = time.Duration((int64(start.Sub(b.epoch)) | 1) - n.queuedAt)
-		}
-		b.publishAt(bulkhead.EventPermitted, start, nil, wait, 0)
-	}
-	started = true
-	n.j.exec()
-	returned = true
-	return b.finish(n, start, false)
-}
-
 // finish frees n's slot (ending its loan), picks this worker's next task,
 // ends n's context, then completes n's future and publishes EventFinished.
 // If a callback ends the goroutine, or it is leaving, the next task goes to
 // another worker. n's Group hears of its failure before the slot is freed
 // (see Group.end).
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
+	if n.grp != nil || n.lane != nil || n.lender != nil {
+		return b.finishMore(n, start, leaving)
+	}
+	// A task of no Group, lane or loan: the same steps with fewer values
+	// kept across calls (G3_Join/ours_pool_Submit_Wait).
+	b.mu.Lock()
+	b.finished++
+	if n.err != nil {
+		b.failed++
+	}
+	b.running.remove(n)
+	n.state = stDone
+	if b.shadow != nil {
+		b.shadowDone(n)
+	}
+	b.active--
+	if b.queue.len+b.waiting.len > 0 && b.free() {
+		if next = b.popLocked(); next != nil {
+			b.startLocked(next)
+		}
+	}
+	b.storeSaturated()
+	sh := b.takeShedLocked()
+	b.mu.Unlock()
+	n.drop()
+	pub := b.hub.Active()
+	if next == nil && sh == nil && !pub {
+		n.j.settle()
+		return nil
+	}
+	if next != nil && (leaving || pub) {
+		b.invoke(next)
+		next = nil
+	}
+	return b.settle(n, next, nil, nil, sh, pub, start, n.err)
+}
+
+// finishMore is finish for a task of a Group, of a lane or in a lent slot.
+func (b *Bulkhead) finishMore(n *node, start time.Time, leaving bool) (next *node) {
 	err := n.err
 	grp := n.grp
 	if grp != nil && err != nil {

@@ -376,6 +376,32 @@ func TestPanicFailsFutureWorkerSurvives(t *testing.T) {
 	}
 }
 
+// TestPanicDoesNotStrandQueue: the task queued behind one that panics
+// runs (on another worker: the panicking one's goroutine returns to ants).
+func TestPanicDoesNotStrandQueue(t *testing.T) {
+	b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1})
+	started := make(chan struct{})
+	release := make(chan struct{})
+	f := mustSubmit(t, b, func(context.Context) (int, error) {
+		close(started)
+		<-release
+		panic("boom")
+	})
+	recv(t, started, "the task to start")
+	next := mustSubmit(t, b, func(context.Context) (int, error) { return 9, nil })
+	close(release)
+	var pe *bulkhead.PanicError
+	if _, err := wait(t, f); !errors.As(err, &pe) || pe.Value != "boom" {
+		t.Fatalf("err = %v, want a PanicError", err)
+	}
+	if v, err := wait(t, next); v != 9 || err != nil {
+		t.Fatalf("queued task after a panic: %v, %v", v, err)
+	}
+	if s := atRest(t, b); s.Finished != 2 || s.Failed != 1 {
+		t.Fatalf("Stats %+v", s)
+	}
+}
+
 func TestGoexitDoesNotStrandQueue(t *testing.T) {
 	b := newPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1})
 	started := make(chan struct{})

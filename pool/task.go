@@ -197,6 +197,14 @@ func (n *node) Cancel() {
 // and loses only the submitter's values (see the package doc).
 func (n *node) drop() {
 	n.cmu.Lock()
+	if n.cerr == nil && n.cancel == nil && n.parent.Done() == nil {
+		// A submitter's context that cannot end (Background) has no
+		// deadline, error or cause to keep: one call, not three
+		// (G3_Join/ours_pool_Submit_Wait).
+		n.cerr, n.parent, n.b, n.grp = context.Canceled, context.Background(), nil, nil
+		n.cmu.Unlock()
+		return
+	}
 	ended := n.cerr != nil // by Cancel or Close
 	var keep context.Context = context.Background()
 	if d, ok := n.parent.Deadline(); ok {
