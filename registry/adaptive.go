@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"reflect"
 	"sync/atomic"
 
 	"github.com/bulkhead-go/bulkhead/adaptive"
@@ -94,7 +95,7 @@ func syncIf[C comparable](b conditional[C], e *entry, of func(spec) C) (changed 
 		}
 		t := e.target.Load()
 		want := of(t.cfg.withLimit(t.limit()))
-		changed = want != cur
+		changed = !reflect.DeepEqual(want, cur) // its pointers (CoDel, Priorities, Shadow) by the values they point to
 		return want, changed
 	})
 	return changed && err == nil, err

@@ -364,3 +364,24 @@ func TestEntrySubscriberGoexitMidBatch(t *testing.T) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
 }
+
+// TestReconfigureSameConfigIsQuiet: a Reconfigure with a configuration equal
+// to the running one (its pointers, CoDel, Priorities and Shadow, to equal
+// values) changes nothing and reports no EntryReconfigured.
+func TestReconfigureSameConfigIsQuiet(t *testing.T) {
+	y := "bulkhead:\n  instances:\n    s: {maxConcurrentCalls: 4, maxWaitDuration: 1s, priorities: {ceilings: {sheddable: 0.5}}, shadow: {maxConcurrentCalls: 2}}\n" +
+		"thread-pool-bulkhead:\n  instances:\n    p: {maxThreadPoolSize: 4, queueCapacity: 8, priorities: {ceilings: {sheddable: 0.5}}, shadow: {maxThreadPoolSize: 2}}\n"
+	r, err := New(mustLoad(t, y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	var events []string
+	defer r.SubscribeEntries(func(e EntryEvent) { events = append(events, e.Type.String()+" "+e.Name) })()
+	if err := r.Reconfigure(mustLoad(t, y)); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 0 {
+		t.Fatalf("Reconfigure with the same configuration reported %v", events)
+	}
+}
