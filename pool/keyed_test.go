@@ -300,3 +300,41 @@ func TestKeyedIdleLanes(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyedLateWaiterLaneGoesIdle: a GoKeyed submitter refused when its
+// deadline less MinDeadlineSlack comes leaves no waiter counted on its
+// key's lane, and the lane goes idle (found by a review: the lane stayed
+// active for ever).
+func TestKeyedLateWaiterLaneGoesIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, err := pool.NewKeyed[string]("test", pool.KeyedConfig{Config: pool.Config{MaxWorkers: 1, QueueCapacity: 1, MinDeadlineSlack: 10 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close(context.Background())
+		hold := make(chan struct{})
+		fa, err := pool.SubmitKeyed(context.Background(), k, "a", func(context.Context) (int, error) { <-hold; return 0, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		fq, err := pool.SubmitKeyed(context.Background(), k, "a", answer) // the queue is full now
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := pool.GoKeyed(ctx, k, "b", answer); !errors.Is(err, bulkhead.ErrBulkheadFull) { // refused at 40 ms
+			t.Fatalf("GoKeyed: %v", err)
+		}
+		if r, q := k.Key("b"); r != 0 || q != 0 {
+			t.Errorf("Key(b) after its only submitter was refused = %d running, %d queued or waiting; want 0, 0", r, q)
+		}
+		close(hold)
+		fa.Wait(context.Background())
+		fq.Wait(context.Background())
+		synctest.Wait()
+		if ks := k.KeyStats(); ks.ActiveKeys != 0 {
+			t.Errorf("at rest: KeyStats %+v; want no active key", ks)
+		}
+	})
+}

@@ -445,9 +445,10 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 	case <-late:
 		b.mu.Lock()
 		if n.state == stWaiting {
-			b.waiting.remove(n)
+			b.unwaitLocked(n)
 			n.deadline = b.now() // lateLocked's point, whatever the clocks' rounding
 			b.lateLocked(n)
+			b.tidyLocked(n) // a keyed pool's lane with nobody left goes idle
 		}
 		b.mu.Unlock() // else admitted or refused meanwhile: ready is closed
 	case <-ctx.Done():

@@ -337,6 +337,7 @@ func (b *Bulkhead) popPrioLocked() *node {
 					close(n.ready)
 					return n
 				}
+				b.tidyLocked(n)
 			}
 			n = next
 		}
