@@ -28,8 +28,10 @@
 //
 //   - It runs synchronously on the goroutine whose action it reports (the
 //     caller of Do, a pool worker, the goroutine that completed a future),
-//     in the order the callbacks were registered, with no lock of this
-//     module held: it may call back into the bulkhead (Stats, Reconfigure).
+//     in the order the callbacks were registered (one added to a future
+//     while its earlier ones still run, even by one of them, runs after
+//     them on that goroutine), with no lock of this module held: it may
+//     call back into the bulkhead (Stats, Reconfigure).
 //   - It must be quick and must not wait for the bulkhead that calls it: the
 //     call it reports waits for it.
 //   - If it panics or calls runtime.Goexit, the module's own state (permits,

@@ -10,12 +10,10 @@ import (
 	"github.com/bulkhead-go/bulkhead/internal/join"
 )
 
-// ErrNotDone is what [Future.Result] and [Settle] report for a future that
-// has not completed.
+// ErrNotDone is what [Future.Result] and [Settle] report for a pending future.
 var ErrNotDone = errors.New("future: not done")
 
-// errThenExited fails a Then whose function panicked or called
-// runtime.Goexit (the panic goes on).
+// errThenExited fails a Then whose function panicked or called Goexit.
 var errThenExited = errors.New("future: the Then function panicked or called runtime.Goexit")
 
 // Canceler is what [Future.Cancel] asks to stop the work behind a pending
@@ -59,10 +57,16 @@ type hook struct {
 	linked     bool // on a future's list; guarded by that future's mu
 }
 
-// hookTarget is what a hook calls; fire returns the hooks due next.
+// hookTarget is what a hook calls; fire returns a future it completed, or nil.
 type hookTarget interface {
-	fire(idx int, failed bool) (next *hook, nextFailed bool)
+	fire(idx int, failed bool) due
 }
+
+// due is a completed future whose hooks a completer fires (runHooks).
+type due interface{ take(drop bool) (*hook, bool) }
+
+// firing ends a complete future's list while its completer fires it (onDone).
+var firing hook
 
 // closedChan is the Done channel of futures made complete.
 var closedChan = func() chan struct{} {
@@ -223,16 +227,14 @@ func (f *Future[T]) dropCanceler() { f.canceler = nil }
 
 // complete is settle, then the callbacks.
 func (f *Future[T]) complete(v T, err error) bool {
-	h, ok := f.settle(v, err)
-	if h != nil {
-		runHooks(h, err != nil)
-	}
+	d, ok := f.settle(v, err)
+	runHooks(d)
 	return ok
 }
 
-// settle stores the result and releases the waiters, once, and returns the
-// callbacks now due and whether this call completed f.
-func (f *Future[T]) settle(v T, err error) (*hook, bool) {
+// settle stores the result and releases the waiters, once, and returns f if
+// hooks may be due (for runHooks), and whether this call completed f.
+func (f *Future[T]) settle(v T, err error) (due, bool) {
 	for {
 		s := f.state.Load()
 		if s&stateMask != pending {
@@ -246,82 +248,99 @@ func (f *Future[T]) settle(v T, err error) (*hook, bool) {
 	if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler
 		f.dropCanceler()
 	}
-	// Done checks the state after making its channel: one of the two sees it.
-	if d := f.done.Load(); d != nil {
+	if d := f.done.Load(); d != nil { // Done checks the state after making its channel: one of the two sees it
 		if ch := d.(chan struct{}); ch != closedChan && f.done.CompareAndSwap(ch, closedChan) {
 			close(ch)
 		}
 	}
 	f.wg.Done()
-	// onDone links before it looks at the state: one of the two sees it.
-	if f.head.Load() == nil {
+	if f.head.Load() == nil { // onDone links before it looks at the state: one of the two sees it
 		return nil, true
 	}
+	return f, true
+}
+
+// take hands the completer the hooks due, oldest first; none left (or drop) ends the firing.
+func (f *Future[T]) take(drop bool) (*hook, bool) {
 	f.mu.Lock()
-	var h *hook // the list reversed: oldest first
-	for x := f.head.Load(); x != nil; {
+	var h *hook
+	for x := f.head.Load(); x != nil && x != &firing; {
 		next := x.next
 		x.prev, x.next, x.linked = nil, h, false
 		h, x = x, next
 	}
-	f.head.Store(nil)
+	if f.head.Store(&firing); h == nil || drop {
+		f.head.Store(nil)
+	}
 	f.mu.Unlock()
-	return h, true
+	return h, f.err != nil
 }
 
-// runHooks fires h and the hooks after it, and those of the futures that
-// firing completes, depth first, in a loop (constant stack).
-func runHooks(h *hook, failed bool) {
+// runHooks fires the hooks due on f, and those of the futures this completes,
+// depth first, in a loop (constant stack). After a panic, those left miss it.
+func runHooks(f due) {
+	if f == nil {
+		return
+	}
 	type rest struct {
 		h      *hook
 		failed bool
+		f      due
 	}
-	var later []rest
+	later := make([]rest, 0, 2) // on the stack: completing allocates nothing (TestThenAndAllCosts)
+	returned := false
+	defer func() {
+		if !returned {
+			for _, r := range append(later, rest{f: f}) {
+				r.f.take(true)
+			}
+		}
+	}()
 	for {
+		h, failed := f.take(false)
+		if h == nil { // f is done: back to the one it interrupted
+			if returned = len(later) == 0; returned {
+				return
+			}
+			r := later[len(later)-1]
+			later, h, failed, f = later[:len(later)-1], r.h, r.failed, r.f
+		}
 		for h != nil {
 			next := h.next
-			nh, nf := h.x.fire(h.idx, failed)
-			if nh != nil {
-				if next != nil {
-					later = append(later, rest{next, failed})
+			if nf := h.x.fire(h.idx, failed); nf != nil {
+				if next == nil {
+					next, _ = f.take(false) // f is done unless some joined
 				}
-				h, failed = nh, nf
-				continue
+				if next != nil {
+					later = append(later, rest{next, failed, f})
+				}
+				f = nf
+				break
 			}
 			h = next
 		}
-		if len(later) == 0 {
-			return
-		}
-		r := later[len(later)-1]
-		later = later[:len(later)-1]
-		h, failed = r.h, r.failed
 	}
 }
 
-// onDone has h fire once the future completes (at once if it has), after
-// the hooks linked before it. It reports whether h was linked.
-func (f *Future[T]) onDone(h *hook) bool {
+// onDone has h fire once the future completes, after the hooks linked
+// before it: at once if they have all fired.
+func (f *Future[T]) onDone(h *hook) {
 	f.mu.Lock()
 	h.prev, h.next, h.linked = nil, f.head.Load(), true
-	if h.next != nil {
+	if h.next != nil && h.next != &firing {
 		h.next.prev = h
 	}
 	f.head.Store(h)
-	if f.isComplete() { // complete may not have seen h: fire it here
+	if f.isComplete() && h.next == nil { // complete did not see h, nor fires any: fire it here
 		f.unlinkLocked(h)
 		f.mu.Unlock()
-		if nh, nf := h.x.fire(h.idx, f.err != nil); nh != nil {
-			runHooks(nh, nf)
-		}
-		return false
+		runHooks(h.x.fire(h.idx, f.err != nil))
+		return
 	}
 	f.mu.Unlock()
-	return true
 }
 
-// unhook takes h off the future's list if it has not fired yet, and
-// reports whether it did (h will not fire).
+// unhook takes h off f's list if it has not fired, and reports whether it did.
 func (f *Future[T]) unhook(h *hook) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -338,7 +357,7 @@ func (f *Future[T]) unlinkLocked(h *hook) {
 	} else {
 		h.prev.next = h.next
 	}
-	if h.next != nil {
+	if h.next != nil && h.next != &firing {
 		h.next.prev = h.prev
 	}
 	h.prev, h.next, h.linked = nil, nil, false
@@ -469,25 +488,22 @@ type waiter struct {
 	left  atomic.Int64  // completions still awaited (All: successes), plus one while hooks are being added
 	first atomic.Int64  // 1 + index of the deciding future; 0 until then
 	wake  chan struct{} // buffered 1; only the decider, or the last counted, sends
-	hooks []hook
+	hooks []hook        // never grows past its first capacity: linked by address
 }
 
-func (w *waiter) fire(idx int, failed bool) (*hook, bool) {
+func (w *waiter) fire(idx int, failed bool) due {
 	if w.mode == waitFirst || (failed && w.mode == waitAll) {
 		if w.first.CompareAndSwap(0, int64(idx)+1) {
 			w.wake <- struct{}{}
 		}
-		return nil, false
-	}
-	if w.left.Add(-1) == 0 {
+	} else if w.left.Add(-1) == 0 {
 		w.wake <- struct{}{}
 	}
-	return nil, false
+	return nil
 }
 
-// await waits for the outcome of fs in the given mode, and returns the index
-// of the deciding future (-1 if none decided), or ctx.Err(). It leaves no
-// hook behind.
+// await waits for the outcome of fs in the given mode and returns the index
+// of the deciding future (-1 if none) or ctx.Err(), leaving no hook behind.
 func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMode) (int, error) {
 	if ctx == nil {
 		panic("future: " + name + " called with a nil Context")
@@ -515,17 +531,14 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 			continue
 		}
 		if w == nil {
-			// hooks never grows past this capacity: they are linked by address.
 			w = &waiter{mode: mode, wake: make(chan struct{}, 1), hooks: make([]hook, 0, len(fs)-i)}
 			w.left.Store(1) // held until every hook is on
 		}
-		w.hooks = append(w.hooks, hook{idx: i})
-		h := &w.hooks[len(w.hooks)-1]
-		h.x = w
+		w.hooks = append(w.hooks, hook{x: w, idx: i})
 		if mode != waitFirst {
 			w.left.Add(1)
 		}
-		f.onDone(h)
+		f.onDone(&w.hooks[len(w.hooks)-1])
 	}
 	if w == nil {
 		return -1, nil // every future had completed (and succeeded, for All)
@@ -533,8 +546,7 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 	if mode != waitFirst && w.left.Add(-1) == 0 {
 		w.wake <- struct{}{}
 	}
-	// Inside a pool task, the pool runs the queued tasks of its own among
-	// fs, in order, one at a time (join.Helper).
+	// Inside a pool task, the pool runs its own queued tasks among fs (join.Helper).
 	h, _ := ctx.Value(join.Key).(join.Helper)
 	var decided func() bool
 	if h != nil {
@@ -576,7 +588,7 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 
 // OnComplete calls fn with the future's value and error once it completes,
 // on the goroutine that completes it after the callbacks registered before,
-// or at once (see the root package's "Callbacks").
+// or at once if those have run (see the root package's "Callbacks").
 func (f *Future[T]) OnComplete(fn func(T, error)) {
 	if fn == nil {
 		panic("future: OnComplete called with a nil function")
@@ -594,9 +606,9 @@ type onComplete[T any] struct {
 	fn func(T, error)
 }
 
-func (c *onComplete[T]) fire(int, bool) (*hook, bool) {
+func (c *onComplete[T]) fire(int, bool) due {
 	c.fn(c.f.val, c.f.err)
-	return nil, false
+	return nil
 }
 
 // Then returns a future that completes with fn's result once f succeeds, or
@@ -638,40 +650,33 @@ func (t *then[T, U]) Cancel() {
 
 func (t *then[T, U]) source() source { return t.src }
 
-// fire runs the stage, holding the new future's canceler (t); it forgets
-// fn, which nothing else uses once the hook has fired.
-func (t *then[T, U]) fire(int, bool) (*hook, bool) {
+// fire runs the stage holding the new future's canceler (t), forgetting fn.
+func (t *then[T, U]) fire(int, bool) due {
 	f, fn := &t.p.f, t.fn
 	t.fn = nil
 	if !f.acquire() { // cancelled: fn is not wanted
-		return nil, false
+		return nil
 	}
-	var h *hook
-	var err error
-	if err = t.src.err; err != nil {
-		var zero U
-		h, _ = f.settle(zero, err)
-	} else {
-		var v U
-		v, err = t.call(fn, t.src.val)
-		h, _ = f.settle(v, err)
-	}
+	d, _ := f.settle(t.call(fn))
 	f.release()
-	return h, err != nil
+	return d
 }
 
-// call runs fn; if fn does not return, the new future fails first.
-func (t *then[T, U]) call(fn func(T) (U, error), v T) (U, error) {
+// call is fn's result, or the source's error; if fn exits, the new future fails first.
+func (t *then[T, U]) call(fn func(T) (U, error)) (U, error) {
+	var zero U
+	if t.src.err != nil {
+		return zero, t.src.err
+	}
 	returned := false
 	defer func() {
 		if !returned {
-			var zero U
-			h, _ := t.p.f.settle(zero, errThenExited)
+			d, _ := t.p.f.settle(zero, errThenExited)
 			t.p.f.release()
-			runHooks(h, true)
+			runHooks(d)
 		}
 	}()
-	u, err := fn(v)
+	u, err := fn(t.src.val)
 	returned = true
 	return u, err
 }

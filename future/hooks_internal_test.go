@@ -8,12 +8,12 @@ type recordHook struct {
 	panic bool
 }
 
-func (r *recordHook) fire(int, bool) (*hook, bool) {
+func (r *recordHook) fire(int, bool) due {
 	*r.log = append(*r.log, r.name)
 	if r.panic {
 		panic("hook " + r.name)
 	}
-	return nil, false
+	return nil
 }
 
 // A hook that panics is not recovered: the panic goes on to the goroutine
@@ -39,5 +39,10 @@ func TestPanicInHookGoesUp(t *testing.T) {
 	}
 	if v, err := p.Future().Result(); v != 1 || err != nil {
 		t.Fatalf("Result = %v, %v", v, err)
+	}
+	// The panic ended the completer's turn: a hook added now runs at once.
+	p.Future().onDone(&hook{x: &recordHook{name: "d", log: &log}})
+	if len(log) != 3 || log[2] != "d" || HookCount(p.Future()) != 0 {
+		t.Fatalf("after the panic, hooks ran %v, %d left", log, HookCount(p.Future()))
 	}
 }

@@ -167,6 +167,15 @@ func TestThenAndAllCosts(t *testing.T) {
 	if a := testing.AllocsPerRun(100, func() { future.All(context.Background(), fs...) }); a > 1 {
 		t.Errorf("All of complete futures: %v allocs, want 1 (the result)", a)
 	}
+	if a := testing.AllocsPerRun(100, func() {
+		p := future.NewPromise[int](nil)
+		f := future.Then(p.Future(), func(v int) (int, error) { return v, nil })
+		future.Then(f, func(v int) (int, error) { return v, nil })
+		p.Future().OnComplete(func(int, error) {})
+		p.Complete(1, nil)
+	}); a > 4 {
+		t.Errorf("a chain: %v allocs, want 4 (the promise, two Thens, the callback): completing allocates", a)
+	}
 }
 
 // OnComplete callbacks run once, in registration order with Then's, on the
@@ -186,5 +195,31 @@ func TestOnComplete(t *testing.T) {
 	p.Future().OnComplete(func(int, error) { log = append(log, "late") })
 	if got := strings.Join(log, " "); got != "a then b late" {
 		t.Fatalf("callbacks ran %q", got)
+	}
+}
+
+// An OnComplete registered while the completer is still running an earlier
+// callback (here after Wait has returned) runs after it, on the completing
+// goroutine, rather than at once on the caller's.
+func TestOnCompleteWhileCallbacksRun(t *testing.T) {
+	p := future.NewPromise[int](nil)
+	f := p.Future()
+	var log []string
+	in, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	f.OnComplete(func(int, error) { close(in); <-release; log = append(log, "first") })
+	go func() { defer close(done); p.Complete(1, nil) }()
+	<-in
+	if _, err := f.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.OnComplete(func(int, error) { log = append(log, "second") })
+	close(release)
+	<-done
+	if got := strings.Join(log, " "); got != "first second" {
+		t.Fatalf("callbacks ran %q, want \"first second\"", got)
+	}
+	f.OnComplete(func(int, error) { log = append(log, "late") }) // all fired: at once
+	if got := strings.Join(log, " "); got != "first second late" {
+		t.Fatalf("callbacks ran %q, want \"first second late\"", got)
 	}
 }
