@@ -20,7 +20,8 @@ import (
 // freed goes to the oldest task holding a shadow queue slot. A task counts
 // WouldTimeOut if the shadow's QueueTimeout passes before both the shadow
 // gave it a worker and the pool started it (a smaller pool starts no task
-// sooner than a larger one), and then holds nothing more. Which task a
+// sooner than a larger one), and then holds nothing more; a QueueTimeout
+// switched on by Reconfigure counts from then. Which task a
 // smaller pool would have started next, and so how long the shadow's tasks
 // would have run, cannot be known: the figures are an estimate
 // ([Bulkhead.ShadowStats]). The shadow ignores Priorities' classes.
@@ -62,6 +63,7 @@ type shadow struct {
 	on            bool
 	workers, qcap int           // the limits, the Config's filled in
 	timeout       time.Duration // 0: none
+	since         int64         // from now(): when the timeout was switched on; no task waits from before it
 	inUse, queued int           // shadow workers and queue slots held
 	head, tail    *slot         // the tasks holding a queue slot, oldest first
 	free          *slot         // slots of ended tasks, for reuse (linked by next)
@@ -104,7 +106,11 @@ func (b *Bulkhead) applyShadow(cfg *Config) {
 	c := cfg.Shadow
 	sh.on = true
 	sh.workers, sh.qcap = cmp.Or(c.MaxWorkers, cfg.MaxWorkers), cmp.Or(c.QueueCapacity, cfg.QueueCapacity)
-	sh.timeout = cmp.Or(c.QueueTimeout, cfg.QueueTimeout)
+	t := cmp.Or(c.QueueTimeout, cfg.QueueTimeout)
+	if sh.timeout == 0 && t > 0 {
+		sh.since = b.now() // the tasks holding places wait from now, not from when they came
+	}
+	sh.timeout = t
 	b.shadowPromote() // more shadow workers start queued tasks
 }
 
@@ -208,10 +214,10 @@ func (b *Bulkhead) shadowDone(n *node) {
 }
 
 // shadowLate reports whether the shadow's QueueTimeout has passed since s
-// was admitted.
+// was admitted or, if later, since the timeout was switched on.
 func (b *Bulkhead) shadowLate(s *slot) bool {
 	t := b.shadow.timeout
-	return t > 0 && b.now()-s.at >= int64(t)
+	return t > 0 && b.now()-max(s.at, b.shadow.since) >= int64(t)
 }
 
 // shadowDecide settles whether s, now both started and given a shadow

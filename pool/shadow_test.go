@@ -447,6 +447,40 @@ func TestPoolShadowReconfigure(t *testing.T) {
 	wantShadow(t, b, "at rest", bulkhead.ShadowStats{Limit: 2, QueueCapacity: 4, WouldWait: 1})
 }
 
+// TestPoolShadowTimeoutSwitchedOn: a shadow QueueTimeout switched on by
+// Reconfigure measures the tasks already holding shadow queue slots from
+// the switch, not from the pool's creation.
+func TestPoolShadowTimeoutSwitchedOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := pool.Config{MaxWorkers: 2, QueueCapacity: 2, Shadow: &pool.Shadow{MaxWorkers: 1}}
+		b, err := pool.New("test", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(context.Background())
+		time.Sleep(10 * time.Hour) // an old pool
+		hold := make(chan struct{})
+		defer close(hold)
+		for range 2 { // both run; the second holds the shadow's queue slot
+			if _, err := pool.Submit(context.Background(), b, func(context.Context) (int, error) { <-hold; return 0, nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if st, _ := b.ShadowStats(); st.InUse != 1 || st.QueueDepth != 1 {
+			t.Fatalf("before: %+v", st)
+		}
+		time.Sleep(time.Second)
+		cfg.Shadow = &pool.Shadow{MaxWorkers: 1, QueueTimeout: 5 * time.Second}
+		if err := b.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := b.ShadowStats(); st.WouldTimeOut != 0 || st.QueueDepth != 1 {
+			t.Errorf("a 5s shadow timeout switched on times out a task that has held its shadow queue slot 1s: %+v", st)
+		}
+	})
+}
+
 // BenchmarkShadowSubmitWait is BenchmarkSubmitWait's pool row on a pool
 // with a shadow of half its workers, which one task at a time never fills,
 // beside the plain pool.
