@@ -20,7 +20,8 @@ import (
 // freed goes to the oldest task holding a shadow queue slot. A task counts
 // WouldTimeOut if the shadow's QueueTimeout passes before both the shadow
 // gave it a worker and the pool started it (a smaller pool starts no task
-// sooner than a larger one), and then holds nothing more. Which task a
+// sooner than a larger one), and then holds nothing more; a QueueTimeout
+// switched on by Reconfigure counts from then. Which task a
 // smaller pool would have started next, and so how long the shadow's tasks
 // would have run, cannot be known: the figures are an estimate
 // ([Bulkhead.ShadowStats]). The shadow ignores Priorities' classes.
@@ -62,8 +63,10 @@ type shadow struct {
 	on            bool
 	workers, qcap int           // the limits, the Config's filled in
 	timeout       time.Duration // 0: none
+	since         int64         // from now(): when the timeout was switched on; no task waits from before it
 	inUse, queued int           // shadow workers and queue slots held
 	head, tail    *slot         // the tasks holding a queue slot, oldest first
+	idle          *slot         // the tasks holding a worker that the pool still queues (at most inUse)
 	free          *slot         // slots of ended tasks, for reuse (linked by next)
 	// slots holds each admitted task's place. A field of node's would put
 	// a task[int] in the next size class, 352 bytes instead of 320, in
@@ -74,17 +77,18 @@ type shadow struct {
 
 // slot is a task's place in its pool's shadow (shadow.slots).
 type slot struct {
-	hold       uint8 // what it holds: none, a worker or a queue slot
+	hold       uint8 // what it holds: none, a worker (idle or not) or a queue slot
 	started    bool  // the pool has started the task
 	decided    bool  // counted WouldTimeOut, or known not to be
 	at         int64 // from now(): when the pool admitted it (with a timeout)
-	prev, next *slot // in the shadow's queue
+	prev, next *slot // in the shadow's queue or idle list
 }
 
 const (
-	holdNone uint8 = iota
-	holdWorker
-	holdQueue
+	holdNone   uint8 = iota
+	holdWorker       // a shadow worker, and the pool has started the task
+	holdIdle         // a shadow worker, and the pool still queues the task (shadow.idle)
+	holdQueue        // a shadow queue slot (shadow.head)
 )
 
 // applyShadow installs cfg's Shadow (apply copied it). b.mu must be held (or b
@@ -101,11 +105,16 @@ func (b *Bulkhead) applyShadow(cfg *Config) {
 		sh = &shadow{slots: make(map[*node]*slot)}
 		b.shadow = sh
 	}
+	b.shadowSettle() // under the old configuration
 	c := cfg.Shadow
 	sh.on = true
 	sh.workers, sh.qcap = cmp.Or(c.MaxWorkers, cfg.MaxWorkers), cmp.Or(c.QueueCapacity, cfg.QueueCapacity)
-	sh.timeout = cmp.Or(c.QueueTimeout, cfg.QueueTimeout)
-	b.shadowPromote() // more shadow workers start queued tasks
+	t := cmp.Or(c.QueueTimeout, cfg.QueueTimeout)
+	if sh.timeout == 0 && t > 0 {
+		sh.since = b.now() // the tasks holding places wait from now, not from when they came
+	}
+	sh.timeout = t
+	b.shadowPromote(0) // more shadow workers start queued tasks
 }
 
 // ShadowStats returns what the Config's Shadow would have done to the tasks
@@ -120,14 +129,17 @@ func (b *Bulkhead) ShadowStats() (bulkhead.ShadowStats, bool) {
 	if sh == nil || !sh.on {
 		return bulkhead.ShadowStats{}, false
 	}
-	b.shadowExpire()
+	b.shadowExpire(b.now())
 	return bulkhead.ShadowStats{Limit: sh.workers, InUse: sh.inUse, QueueDepth: sh.queued, QueueCapacity: sh.qcap,
 		WouldReject: sh.reject, WouldWait: sh.wait, WouldTimeOut: sh.timeOut}, true
 }
 
 // shadowAdmit gives n, a task the pool admits (queues or starts), its place
 // in the shadow. b.mu must be held and b.shadow not nil.
-func (b *Bulkhead) shadowAdmit(n *node) {
+func (b *Bulkhead) shadowAdmit(n *node) { b.shadowTake(n, false) }
+
+// shadowTake is shadowAdmit for n, which the pool starts now if start.
+func (b *Bulkhead) shadowTake(n *node, start bool) {
 	sh := b.shadow
 	if _, ok := sh.slots[n]; ok || !sh.on {
 		return
@@ -143,14 +155,16 @@ func (b *Bulkhead) shadowAdmit(n *node) {
 	sh.slots[n] = s
 	if sh.timeout > 0 {
 		s.at = b.now()
-		b.shadowExpire() // the shadow's queue slots of tasks its timeout would have dropped by now are free
+		b.shadowExpire(s.at) // the shadow's queue slots of tasks its timeout would have dropped by now are free
 	}
 	switch {
 	case n.lender != nil: // runs in its submitter's slot, in the shadow too
 		s.decided = true
 	case sh.inUse < sh.workers:
-		s.hold = holdWorker
 		sh.inUse++
+		if s.hold = holdWorker; !start {
+			b.shadowIdle(s)
+		}
 	case sh.queued < sh.qcap:
 		s.hold = holdQueue
 		sh.queued++
@@ -172,7 +186,8 @@ func (b *Bulkhead) shadowAdmit(n *node) {
 // settles whether the shadow would have timed it out. b.mu must be held
 // and b.shadow not nil.
 func (b *Bulkhead) shadowStart(n *node) {
-	b.shadowAdmit(n)
+	b.shadowSettle()
+	b.shadowTake(n, true)
 	s := b.shadow.slots[n]
 	if s == nil {
 		return
@@ -182,11 +197,15 @@ func (b *Bulkhead) shadowStart(n *node) {
 	case s.decided:
 	case n.lender != nil: // a queued task started in a waiting task's slot: the shadow would lend it too
 		b.shadowDecide(s)
-		b.shadowRelease(s)
+		b.shadowRelease(s, 0)
+	case s.hold == holdIdle:
+		b.shadowUnidle(s)
+		s.hold = holdWorker
+		fallthrough
 	case s.hold == holdWorker:
 		b.shadowDecide(s)
-	case s.hold == holdQueue && b.shadowLate(s):
-		b.shadowTimedOut(s)
+	case s.hold == holdQueue && b.shadowLate(s, 0):
+		b.shadowTimedOut(s, 0)
 	}
 }
 
@@ -194,52 +213,68 @@ func (b *Bulkhead) shadowStart(n *node) {
 // n has finished, or left the queue unrun. b.mu must be held and b.shadow
 // not nil.
 func (b *Bulkhead) shadowDone(n *node) {
+	b.shadowSettle()
 	s := b.shadow.slots[n]
 	if s == nil {
 		return
 	}
-	if !s.decided && (s.hold == holdQueue || !s.started) && b.shadowLate(s) {
+	if !s.decided && (s.hold == holdQueue || !s.started) && b.shadowLate(s, 0) {
 		b.shadow.timeOut++ // the shadow's timeout came while it waited
 	}
-	b.shadowRelease(s)
+	b.shadowRelease(s, 0)
 	*s = slot{next: b.shadow.free}
 	b.shadow.free = s
 	delete(b.shadow.slots, n)
 }
 
-// shadowLate reports whether the shadow's QueueTimeout has passed since s
-// was admitted.
-func (b *Bulkhead) shadowLate(s *slot) bool {
-	t := b.shadow.timeout
-	return t > 0 && b.now()-s.at >= int64(t)
+// shadowLate reports whether the shadow's QueueTimeout has passed, at
+// time at (from now(); 0: now), since s was admitted or, if later, since
+// the timeout was switched on.
+func (b *Bulkhead) shadowLate(s *slot, at int64) bool {
+	sh := b.shadow
+	if sh.timeout == 0 {
+		return false
+	}
+	if at == 0 {
+		at = b.now()
+	}
+	return at >= b.shadowDue(s)
+}
+
+// shadowDue is when, from now(), the shadow's QueueTimeout passes for s.
+func (b *Bulkhead) shadowDue(s *slot) int64 {
+	return max(s.at, b.shadow.since) + int64(b.shadow.timeout)
 }
 
 // shadowDecide settles whether s, now both started and given a shadow
 // worker, waited past the shadow's QueueTimeout.
 func (b *Bulkhead) shadowDecide(s *slot) {
-	if b.shadowLate(s) {
-		b.shadowTimedOut(s)
+	if b.shadowLate(s, 0) {
+		b.shadowTimedOut(s, 0)
 	}
 	s.decided = true
 }
 
-// shadowTimedOut counts s timed out by the shadow, which holds no place
-// for it any more.
-func (b *Bulkhead) shadowTimedOut(s *slot) {
+// shadowTimedOut counts s timed out by the shadow at time at (from now();
+// 0: now), which holds no place for it any more.
+func (b *Bulkhead) shadowTimedOut(s *slot, at int64) {
 	b.shadow.timeOut++
 	s.decided = true
-	b.shadowRelease(s)
+	b.shadowRelease(s, at)
 }
 
-// shadowRelease frees what s holds, a shadow worker going to the oldest
-// task holding a shadow queue slot.
-func (b *Bulkhead) shadowRelease(s *slot) {
+// shadowRelease frees what s holds at time at (from now(); 0: now), a
+// shadow worker going to the oldest task then holding a shadow queue slot.
+func (b *Bulkhead) shadowRelease(s *slot, at int64) {
 	sh := b.shadow
 	switch s.hold {
+	case holdIdle:
+		b.shadowUnidle(s)
+		fallthrough
 	case holdWorker:
 		sh.inUse--
 		s.hold = holdNone
-		b.shadowPromote()
+		b.shadowPromote(at)
 	case holdQueue:
 		b.shadowUnqueue(s)
 	}
@@ -262,28 +297,79 @@ func (b *Bulkhead) shadowUnqueue(s *slot) {
 	sh.queued--
 }
 
-// shadowPromote gives free shadow workers to the oldest tasks holding a
-// shadow queue slot, and times out those the shadow's timeout would have
-// dropped.
-func (b *Bulkhead) shadowPromote() {
+// shadowIdle puts s, given a shadow worker, in the shadow's idle list.
+func (b *Bulkhead) shadowIdle(s *slot) {
+	sh := b.shadow
+	s.hold, s.prev, s.next = holdIdle, nil, sh.idle
+	if sh.idle != nil {
+		sh.idle.prev = s
+	}
+	sh.idle = s
+}
+
+// shadowUnidle takes s out of the shadow's idle list.
+func (b *Bulkhead) shadowUnidle(s *slot) {
+	if s.prev == nil {
+		b.shadow.idle = s.next
+	} else {
+		s.prev.next = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	}
+	s.prev, s.next = nil, nil
+}
+
+// shadowPromote gives free shadow workers, at time at (from now(); 0:
+// now), to the oldest tasks holding a shadow queue slot, and times out
+// those the shadow's timeout would have dropped by then.
+func (b *Bulkhead) shadowPromote(at int64) {
 	sh := b.shadow
 	for sh.inUse < sh.workers && sh.head != nil {
 		s := sh.head
-		if b.shadowLate(s) {
-			b.shadowTimedOut(s)
+		if b.shadowLate(s, at) {
+			b.shadowTimedOut(s, at)
 			continue
 		}
 		b.shadowUnqueue(s)
-		s.hold = holdWorker
 		sh.inUse++
-		s.decided = s.started // started and given a worker now, before the timeout
+		if s.hold = holdWorker; !s.started {
+			b.shadowIdle(s)
+		} else {
+			s.decided = true // started and given a worker now, before the timeout
+		}
 	}
 }
 
-// shadowExpire times out the tasks at the head of the shadow's queue whose
-// shadow QueueTimeout has passed.
-func (b *Bulkhead) shadowExpire() {
-	for s := b.shadow.head; s != nil && b.shadowLate(s); s = b.shadow.head {
-		b.shadowTimedOut(s)
+// shadowSettle times out the tasks holding an idle shadow worker whose
+// shadow QueueTimeout has passed, so that each worker went on when it did,
+// before anything else changes the shadow.
+func (b *Bulkhead) shadowSettle() {
+	if b.shadow.idle != nil {
+		b.shadowExpire(b.now())
+	}
+}
+
+// shadowExpire times out, as of now (from now()), the tasks holding a
+// shadow worker that the pool still queues and those holding a shadow
+// queue slot, whose shadow QueueTimeout has passed. The idle ones go in
+// the order their timeouts passed, each one's worker going to the oldest
+// task then holding a shadow queue slot; the idle list is short.
+func (b *Bulkhead) shadowExpire(now int64) {
+	sh := b.shadow
+	for {
+		var first *slot
+		for s := sh.idle; s != nil; s = s.next {
+			if b.shadowLate(s, now) && (first == nil || b.shadowDue(s) < b.shadowDue(first)) {
+				first = s
+			}
+		}
+		if first == nil {
+			break
+		}
+		b.shadowTimedOut(first, b.shadowDue(first))
+	}
+	for s := sh.head; s != nil && b.shadowLate(s, now); s = sh.head {
+		b.shadowTimedOut(s, now)
 	}
 }

@@ -447,6 +447,145 @@ func TestPoolShadowReconfigure(t *testing.T) {
 	wantShadow(t, b, "at rest", bulkhead.ShadowStats{Limit: 2, QueueCapacity: 4, WouldWait: 1})
 }
 
+// TestPoolShadowTimeoutSwitchedOn: a shadow QueueTimeout switched on by
+// Reconfigure measures the tasks already holding shadow queue slots from
+// the switch, not from the pool's creation.
+func TestPoolShadowTimeoutSwitchedOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := pool.Config{MaxWorkers: 2, QueueCapacity: 2, Shadow: &pool.Shadow{MaxWorkers: 1}}
+		b, err := pool.New("test", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(context.Background())
+		time.Sleep(10 * time.Hour) // an old pool
+		hold := make(chan struct{})
+		defer close(hold)
+		for range 2 { // both run; the second holds the shadow's queue slot
+			if _, err := pool.Submit(context.Background(), b, func(context.Context) (int, error) { <-hold; return 0, nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if st, _ := b.ShadowStats(); st.InUse != 1 || st.QueueDepth != 1 {
+			t.Fatalf("before: %+v", st)
+		}
+		time.Sleep(time.Second)
+		cfg.Shadow = &pool.Shadow{MaxWorkers: 1, QueueTimeout: 5 * time.Second}
+		if err := b.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := b.ShadowStats(); st.WouldTimeOut != 0 || st.QueueDepth != 1 {
+			t.Errorf("a 5s shadow timeout switched on times out a task that has held its shadow queue slot 1s: %+v", st)
+		}
+	})
+}
+
+// TestPoolShadowIdleWorkerTimesOut: a task given a shadow worker by a
+// resize while the pool still queues it counts WouldTimeOut once its
+// shadow QueueTimeout passes, and gives the worker back.
+func TestPoolShadowIdleWorkerTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := pool.Config{MaxWorkers: 3, QueueCapacity: 4, Shadow: &pool.Shadow{MaxWorkers: 1, QueueTimeout: time.Second}}
+		b, err := pool.New("test", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(context.Background())
+		hold := make(chan struct{})
+		defer close(hold)
+		blocked := func(context.Context) (int, error) { <-hold; return 0, nil }
+		for range 3 { // A holds the shadow worker, B and C its queue slots
+			if _, err := pool.Submit(context.Background(), b, blocked); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(1500 * time.Millisecond)                                      // B and C time out in the shadow
+		if _, err := pool.Submit(context.Background(), b, blocked); err != nil { // D: queued in the pool, shadow queue slot
+			t.Fatal(err)
+		}
+		cfg.Shadow = &pool.Shadow{MaxWorkers: 2, QueueTimeout: time.Second}
+		if err := b.Reconfigure(cfg); err != nil { // D gets the new shadow worker; the pool still queues it
+			t.Fatal(err)
+		}
+		st, _ := b.ShadowStats()
+		if st.InUse != 2 || st.WouldTimeOut != 2 {
+			t.Fatalf("setup: %+v", st)
+		}
+		time.Sleep(1500 * time.Millisecond) // D's shadow timeout passes, the pool has not started it
+		st, _ = b.ShadowStats()
+		if st.WouldTimeOut != 3 || st.InUse != 1 {
+			t.Errorf("D's shadow timeout passed before the pool started it: want WouldTimeOut 3, InUse 1; got %+v (pool %+v)", st, b.Stats())
+		}
+	})
+}
+
+// TestPoolShadowIdleWorkerHeldBack: the same without a Reconfigure: a
+// Sheddable task held back by its class's ceiling beside a free worker
+// takes a free shadow worker at once; its shadow QueueTimeout passes while
+// the pool keeps it queued: it counts WouldTimeOut and frees the worker.
+func TestPoolShadowIdleWorkerHeldBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := pool.Config{MaxWorkers: 2, QueueCapacity: 4, Priorities: &bulkhead.Priorities{}, Shadow: &pool.Shadow{QueueTimeout: time.Second}}
+		b, err := pool.New("test", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(context.Background())
+		hold := make(chan struct{})
+		defer close(hold)
+		low := bulkhead.WithPriority(context.Background(), bulkhead.Sheddable)
+		for range 2 { // the first runs; the second is held back by Sheddable's ceiling (1 worker)
+			if _, err := pool.Submit(low, b, func(context.Context) (int, error) { <-hold; return 0, nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if s := b.Stats(); s.InFlight != 1 || s.QueueDepth != 1 {
+			t.Fatalf("setup: %+v", s)
+		}
+		time.Sleep(2 * time.Second)
+		if st, _ := b.ShadowStats(); st.WouldTimeOut != 1 || st.InUse != 1 {
+			t.Errorf("a task queued 2s in the pool, past the shadow's 1s QueueTimeout: want WouldTimeOut 1, InUse 1; got %+v", st)
+		}
+	})
+}
+
+// TestPoolShadowIdleWorkerPassedOn: the shadow worker of a task the pool
+// still queues goes, when that task's shadow QueueTimeout passes, to the
+// oldest task then holding a shadow queue slot, even though that one's own
+// timeout has passed too by the time the shadow is next looked at.
+func TestPoolShadowIdleWorkerPassedOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := pool.Config{MaxWorkers: 2, QueueCapacity: 4, Priorities: &bulkhead.Priorities{}, Shadow: &pool.Shadow{QueueTimeout: time.Second}}
+		b, err := pool.New("test", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(context.Background())
+		hold := make(chan struct{})
+		defer close(hold)
+		blocked := func(context.Context) (int, error) { <-hold; return 0, nil }
+		low := bulkhead.WithPriority(context.Background(), bulkhead.Sheddable)
+		for range 2 { // the first runs; D is held back by Sheddable's ceiling and takes the second shadow worker
+			if _, err := pool.Submit(low, b, blocked); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+		high := bulkhead.WithPriority(context.Background(), bulkhead.Critical)
+		if _, err := pool.Submit(high, b, blocked); err != nil { // E runs, in a shadow queue slot until 1.5s
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if s, st := b.Stats(), poolShadow(t, b); s.InFlight != 2 || s.QueueDepth != 1 || st.InUse != 2 || st.QueueDepth != 1 {
+			t.Fatalf("setup: pool %+v, shadow %+v", s, st)
+		}
+		time.Sleep(1500 * time.Millisecond) // D's shadow timeout passed at 1s: its worker went to E then
+		wantShadow(t, b, "2s", bulkhead.ShadowStats{Limit: 2, InUse: 2, QueueCapacity: 4, WouldWait: 1, WouldTimeOut: 1})
+	})
+}
+
 // BenchmarkShadowSubmitWait is BenchmarkSubmitWait's pool row on a pool
 // with a shadow of half its workers, which one task at a time never fills,
 // beside the plain pool.
