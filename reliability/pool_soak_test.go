@@ -78,6 +78,18 @@ func soakPool(t *testing.T, seed uint64, d time.Duration, events, closeMidRun bo
 	var expired, cancelledQueued, doubleRuns, badResults atomic.Uint64
 	deadline := time.Now().Add(d)
 	closeAt := time.Now().Add(d / 2)
+	// On a slow host (GOMAXPROCS 1 under -race) the submitters go on past
+	// the deadline until the soak has done enough to exercise every
+	// outcome: 400 tasks run, and 10 resizes or the Close.
+	const enoughRan = 400
+	var resizes atomic.Int64
+	var closedMid atomic.Bool
+	enough := func() bool {
+		if closeMidRun {
+			return closedMid.Load()
+		}
+		return resizes.Load() >= 10 && o.ran.Load() >= enoughRan
+	}
 
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -104,7 +116,7 @@ func soakPool(t *testing.T, seed uint64, d time.Duration, events, closeMidRun bo
 				}
 				batch = batch[:0]
 			}
-			for i := 0; time.Now().Before(deadline); i++ {
+			for i := 0; time.Now().Before(deadline) || !enough(); i++ {
 				pt := submitPoolTask(t, b, r, &c, &o, w*1_000_000+i)
 				if pt != nil {
 					batch = append(batch, pt)
@@ -147,7 +159,7 @@ func soakPool(t *testing.T, seed uint64, d time.Duration, events, closeMidRun bo
 				return
 			default:
 			}
-			if closeMidRun && !closed && time.Now().After(closeAt) {
+			if closeMidRun && !closed && time.Now().After(closeAt) && o.ran.Load() >= enoughRan {
 				closed = true
 				// Give the running and queued tasks a moment, then drop
 				// what is still queued and cancel what runs.
@@ -160,6 +172,7 @@ func soakPool(t *testing.T, seed uint64, d time.Duration, events, closeMidRun bo
 				if err := b.Reconfigure(cfg0); err != bulkhead.ErrClosed {
 					t.Errorf("Reconfigure after Close = %v, want ErrClosed", err)
 				}
+				closedMid.Store(true)
 			}
 			if !closed {
 				cfg := pool.Config{MaxWorkers: 1 + r.IntN(8), QueueCapacity: r.IntN(17),
@@ -179,6 +192,7 @@ func soakPool(t *testing.T, seed uint64, d time.Duration, events, closeMidRun bo
 				}
 				limit, qcap = cfg.MaxWorkers, cfg.QueueCapacity
 				n++
+				resizes.Store(int64(n))
 			}
 			for range 1 + r.IntN(50) {
 				runtime.Gosched()
