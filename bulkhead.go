@@ -65,9 +65,11 @@ type FullError struct {
 	// MaxWaitDuration is how long the call could wait before it was
 	// rejected: the semaphore's MaxWaitDuration, the pool's QueueTimeout.
 	MaxWaitDuration time.Duration
-	// Waited is true when the call waited that long (a semaphore caller
-	// waiting for a permit, a pool task waiting in the queue) before it was
-	// rejected, and false when it was refused at once.
+	// Waited is true when the call waited (a semaphore caller for a
+	// permit, a pool task in the queue) before it was rejected: that long,
+	// or less when a rule of the line refused it (ReasonWaiters,
+	// ReasonDeadline, ReasonCoDel, ReasonDisplaced); false when it was
+	// refused at once.
 	Waited bool
 	// Reason says why the call was refused; it is never ReasonNone.
 	Reason Reason

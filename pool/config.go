@@ -136,10 +136,7 @@ func (c Config) Validate() error {
 	case c.CoDel != nil:
 		return fmt.Errorf("codel is not available with priorities, got %+v", *c.CoDel)
 	}
-	if err := c.Priorities.Validate(); err != nil {
-		return err
-	}
-	return nil
+	return c.Priorities.Validate()
 }
 
 // keepAlive is c.KeepAlive with 0 read as DefaultKeepAlive.

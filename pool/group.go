@@ -271,8 +271,11 @@ func (g *Group[T]) refused(t *task[T], err error, counted bool) {
 // harvestLocked moves the values of the tasks at next that have ended to
 // vals, and forgets the tasks. ts ends with a task of Go's that has not.
 func (g *Group[T]) harvestLocked() {
-	for ; g.ts[g.next].ended(); g.next++ {
+	for ; ; g.next++ {
 		v, err := g.ts[g.next].p.Future().Result()
+		if err == future.ErrNotDone {
+			return
+		}
 		if err != nil {
 			v = *new(T)
 		}

@@ -398,9 +398,11 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 		n.queuedAt = b.now()
 	}
 	var point time.Duration // until its deadline less MinDeadlineSlack, if it has one
-	if dl, ok := ctx.Deadline(); ok && b.cfg.Load().MinDeadlineSlack > 0 {
-		point = time.Until(dl) - b.cfg.Load().MinDeadlineSlack // > 0: tooLate said so
-		n.byDeadline, n.deadline = true, b.now()+int64(point)
+	if slack := b.cfg.Load().MinDeadlineSlack; slack > 0 {
+		if dl, ok := ctx.Deadline(); ok {
+			point = time.Until(dl) - slack // > 0: tooLate said so
+			n.byDeadline, n.deadline = true, b.now()+int64(point)
+		}
 	}
 	n.state = stWaiting
 	ready := make(chan struct{})
@@ -524,9 +526,11 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	}
 	d, r := cfg.QueueTimeout, bulkhead.ReasonTimeout
 	n.byDeadline, n.deadline = false, 0
-	if dl, ok := n.parent.Deadline(); ok && cfg.MinDeadlineSlack > 0 {
-		if w := time.Until(dl) - cfg.MinDeadlineSlack; d == 0 || w < d {
-			d, r, n.byDeadline = max(w, 1), bulkhead.ReasonDeadline, true
+	if cfg.MinDeadlineSlack > 0 { // else no Deadline call per queued task
+		if dl, ok := n.parent.Deadline(); ok {
+			if w := time.Until(dl) - cfg.MinDeadlineSlack; d == 0 || w < d {
+				d, r, n.byDeadline = max(w, 1), bulkhead.ReasonDeadline, true
+			}
 		}
 	}
 	if d > 0 {
@@ -1043,14 +1047,7 @@ func (b *Bulkhead) reconfigureLocked(f func(Config) (Config, bool)) (old *ants.P
 			n.joined = t
 		}
 	}
-	for b.free() {
-		n := b.popLocked()
-		if n == nil {
-			break
-		}
-		b.startLocked(n)
-		start = append(start, n)
-	}
+	start = b.kickQueuedLocked()
 	b.refillLocked()
 	start = append(start, b.kickLocked()...) // a keyed pool's waiters refilled into lanes that may start
 	return old, start, b.takeShedLocked(), limit, nil

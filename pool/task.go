@@ -135,9 +135,9 @@ func (n *node) Deadline() (time.Time, bool) {
 }
 
 // Value is the task context's [context.Context.Value], and the node itself
-// under join.Key, for a wait inside the task. inner's values let a context
-// derived from the task's join inner's cancellation without a goroutine,
-// and context.Cause read inner's cause.
+// under join.Key, for a wait inside the task. Other keys go to parent's
+// context, so that a context derived from the task's joins parent's
+// cancellation without a goroutine, and context.Cause reads parent's cause.
 func (n *node) Value(key any) any {
 	if key == join.Key {
 		return n
@@ -265,9 +265,4 @@ func (n *node) pool() *Bulkhead {
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
 	return n.b
-}
-
-func (t *task[T]) ended() bool {
-	_, err := t.p.Future().Result()
-	return err != future.ErrNotDone
 }

@@ -381,8 +381,8 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	return b.hub.Subscribe(fn)
 }
 
-// TryAcquire takes a permit if one is free and nobody is waiting for one,
-// without blocking. It reports whether it did; a false counts as a
+// TryAcquire takes a permit if one is free and nobody is waiting for one
+// (with Priorities: nobody of class Critical or higher), without blocking. It reports whether it did; a false counts as a
 // rejection. Call Release when the work is done.
 func (b *Bulkhead) TryAcquire() bool {
 	if b.tryFast() {
@@ -1136,11 +1136,10 @@ func (b *Bulkhead) leave(w *waiter) uint32 {
 // admits calls again. b.mu must be held.
 func (b *Bulkhead) unlinkLocked(w *waiter) {
 	b.lanes[w.lane].remove(w)
-	b.waiting.Add(-1)
 	if w.watch {
 		b.watchers--
 	}
-	if b.waiting.Load() == 0 {
+	if b.waiting.Add(-1) == 0 { // written only under b.mu
 		b.clearWaitFlag()
 		return
 	}
