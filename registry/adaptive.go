@@ -25,11 +25,18 @@ type control struct {
 	unsub func()       // its subscription to the bulkhead's events (r.mu)
 }
 
-// newControl makes a controller for e's bulkhead and records the initial
-// limit it chooses, without applying it or subscribing (attach does).
-func newControl(e *entry, cfg adaptive.Config, configured int) (*control, error) {
-	ctl := &control{cfg: cfg}
-	c, err := adaptive.New(cfg, configured, func(n int) error { return e.setLimit(ctl, n) })
+// newControl returns the controller sp gives e's bulkhead: none without an
+// adaptive block, cur while the block stays the same, else a new one with
+// the initial limit it chooses, neither applied nor subscribed (attach does).
+func newControl(e *entry, sp spec, cur *control) (*control, error) {
+	switch {
+	case sp.Adaptive == nil:
+		return nil, nil
+	case cur != nil && cur.cfg == *sp.Adaptive:
+		return cur, nil
+	}
+	ctl := &control{cfg: *sp.Adaptive}
+	c, err := adaptive.New(ctl.cfg, sp.limit(e.kind), func(n int) error { return e.setLimit(ctl, n) })
 	if err != nil {
 		return nil, err
 	}
@@ -76,9 +83,9 @@ func (e *entry) sync() (changed bool, err error) {
 	case conditional[pool.Config]:
 		return syncIf(b, e, func(sp spec) pool.Config { return sp.pool })
 	case conditional[semaphore.KeyedConfig]:
-		return syncIf(b, e, func(sp spec) semaphore.KeyedConfig { return *sp.keyed })
+		return syncIf(b, e, func(sp spec) semaphore.KeyedConfig { return *sp.Keyed })
 	case conditional[pool.KeyedConfig]:
-		return syncIf(b, e, func(sp spec) pool.KeyedConfig { return *sp.keyedPool })
+		return syncIf(b, e, func(sp spec) pool.KeyedConfig { return *sp.KeyedPool })
 	}
 	return false, nil
 }

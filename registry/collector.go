@@ -37,7 +37,7 @@ type collector struct {
 	keyed   *prometheus.Desc    // keyed_rejections_total{name,kind,reason}
 
 	wait, run *prometheus.HistogramVec
-	stopped   bool // unregistered (r.mu)
+	sinks     map[*entry]*sink // with histograms: the bulkheads that feed them (r.mu)
 }
 
 // reloadsDesc counts what Registry.Follow did, once it ran.
@@ -48,12 +48,13 @@ type histograms struct {
 	permitted, rejected, cancelled, run prometheus.Observer
 }
 
-// sink feeds one collector's histograms with the events of one bulkhead.
-// The bulkhead's entry keeps one per collector with histograms, so that an
-// event reaches its series with no lookup, no lock and no allocation.
+// sink feeds one collector's histograms with the events of one bulkhead,
+// subscribed to its entry's hists: an event reaches its series with no
+// lookup, no lock and no allocation.
 type sink struct {
-	c *collector
-	h atomic.Pointer[histograms] // nil until the bulkhead's first event
+	c      *collector
+	h      atomic.Pointer[histograms] // nil until the bulkhead's first event
+	cancel func()
 }
 
 // metricDesc is one series of a bulkhead, read from its Stats (val), or
@@ -68,15 +69,11 @@ type metricDesc struct {
 	only   bulkhead.Kind // the one kind it is emitted for; 0: both
 }
 
-// shadowed is a bulkhead with a shadow limit or observe mode
-// (*semaphore.Bulkhead, *pool.Bulkhead).
-type shadowed interface {
-	ShadowStats() (bulkhead.ShadowStats, bool)
-}
-
-// shadowOf returns b's ShadowStats, if b has a shadow.
+// shadowOf returns b's ShadowStats, if b has a shadow limit or observe mode.
 func shadowOf(b bulkhead.Instance) (bulkhead.ShadowStats, bool) {
-	if s, ok := b.(shadowed); ok {
+	if s, ok := b.(interface {
+		ShadowStats() (bulkhead.ShadowStats, bool)
+	}); ok {
 		return s.ShadowStats()
 	}
 	return bulkhead.ShadowStats{}, false
@@ -179,6 +176,7 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 		Help:    "How long finished calls ran, for calls the bulkhead ran itself (Do, Execute, Transport, pool tasks).",
 		Buckets: buckets,
 	}, labels)
+	c.sinks = map[*entry]*sink{}
 	return c, nil
 }
 
@@ -208,16 +206,15 @@ func (s *sink) observe(e *entry, ev *bulkhead.Event) {
 }
 
 // series makes the series of e's bulkhead for s, on its first event; nil
-// once the bulkhead was removed (or the collector unregistered), so that a
-// late event cannot bring its series back.
+// once s was unwatched (the bulkhead removed or the collector
+// unregistered), so that a late event cannot bring its series back.
 func (c *collector) series(e *entry, s *sink) *histograms {
-	r := c.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
 	if h := s.h.Load(); h != nil {
 		return h
 	}
-	if c.stopped || r.entries[e.key] != e {
+	if c.sinks[e] != s {
 		return nil
 	}
 	kind := e.kind.String()
@@ -231,15 +228,24 @@ func (c *collector) series(e *entry, s *sink) *histograms {
 	return h
 }
 
-// deleteSeriesLocked deletes the series of e's bulkhead, removed from the
-// registry, if its first event made them. r.mu must be held.
-func (s *sink) deleteSeriesLocked(e *entry) {
-	if s.h.Swap(nil) == nil {
-		return
+// watch starts feeding c's histograms with e's events. r.mu must be held.
+func (c *collector) watch(e *entry) {
+	s := &sink{c: c}
+	s.cancel = e.hists.Subscribe(func(ev bulkhead.Event) { s.observe(e, &ev) })
+	c.sinks[e] = s
+}
+
+// unwatch stops it and deletes e's series, if its first event made them.
+// r.mu must be held.
+func (c *collector) unwatch(e *entry) {
+	s := c.sinks[e]
+	delete(c.sinks, e)
+	s.cancel()
+	if s.h.Swap(nil) != nil {
+		l := prometheus.Labels{"name": e.name, "kind": e.kind.String()}
+		c.wait.DeletePartialMatch(l)
+		c.run.DeletePartialMatch(l)
 	}
-	l := prometheus.Labels{"name": e.name, "kind": e.kind.String()}
-	s.c.wait.DeletePartialMatch(l)
-	s.c.run.DeletePartialMatch(l)
 }
 
 // Describe implements prometheus.Collector.
@@ -324,16 +330,15 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 		r.mu.Lock()
 		r.collectors = append(r.collectors, c)
 		for _, e := range r.entries {
-			e.addSink(c)
+			c.watch(e)
 		}
 		r.retainLocked()
 		r.mu.Unlock()
 		stop = func() {
 			r.mu.Lock()
-			c.stopped = true
 			r.collectors = slices.DeleteFunc(r.collectors, func(x *collector) bool { return x == c })
-			for _, e := range r.entries {
-				e.removeSink(c)
+			for e := range c.sinks {
+				c.unwatch(e)
 			}
 			r.releaseLocked()
 			r.mu.Unlock()
@@ -344,34 +349,10 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 		return nil, fmt.Errorf("registry: RegisterMetrics: %w (is another Registry's collector registered there? "+
 			"register each through prometheus.WrapRegistererWith with a label that tells them apart)", err)
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			reg.Unregister(c)
-			stop()
-		})
-	}, nil
-}
-
-// addSink adds a sink for c to e's, copied on write (read per event without
-// a lock). r.mu must be held.
-func (e *entry) addSink(c *collector) {
-	next := append(e.sinkList(), &sink{c: c})
-	e.sinks.Store(&next)
-}
-
-// removeSink removes c's sink from e's. r.mu must be held.
-func (e *entry) removeSink(c *collector) {
-	next := slices.DeleteFunc(e.sinkList(), func(s *sink) bool { return s.c == c })
-	e.sinks.Store(&next)
-}
-
-// sinkList returns a copy of e's sinks.
-func (e *entry) sinkList() []*sink {
-	if cur := e.sinks.Load(); cur != nil {
-		return slices.Clone(*cur)
-	}
-	return nil
+	return sync.OnceFunc(func() {
+		reg.Unregister(c)
+		stop()
+	}), nil
 }
 
 func one(b bool) float64 {

@@ -489,8 +489,9 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	}
 	r.mu.Lock()
 	e := r.entries[key{bulkhead.Semaphore, "payment"}]
+	c.watch(e)
+	s := c.sinks[e]
 	r.mu.Unlock()
-	s := &sink{c: c}
 	for i := range events {
 		s.observe(e, &events[i])
 	}

@@ -6,45 +6,36 @@ import (
 	"os"
 
 	"github.com/bulkhead-go/bulkhead"
-	"github.com/bulkhead-go/bulkhead/adaptive"
 	"github.com/bulkhead-go/bulkhead/pool"
 	"github.com/bulkhead-go/bulkhead/registry/internal/config"
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
 // Config is a registry's configuration, built in code or read with [Load]
-// or [LoadFile]: SemaphoreConfigs and PoolConfigs (shared, by name),
-// Semaphores and Pools (the instances New creates), Strict (an unlisted name
-// is [ErrNotConfigured]), RecordEvents (keep recent events for the Handler)
-// and Warnings (what Load does not do as Spring would). A nil field is
-// inherited from the BaseConfig chain (or "default"), then the kind's
-// DefaultConfig(); docs/configuration.md has the details.
+// or [LoadFile]: with Strict an unlisted name is [ErrNotConfigured], and
+// RecordEvents keeps recent events for the Handler. A nil field is inherited
+// from the BaseConfig chain (or "default"), then the kind's DefaultConfig()
+// (docs/configuration.md).
 type Config = config.Config
 
-// SemaphoreSpec configures a semaphore or a shared semaphore configuration:
-// BaseConfig, MaxConcurrentCalls, MaxWaitDuration, EventBufferSize (0 to
-// 10000, 100 if unset), Adaptive (inherited whole) and the [Line]'s fields.
+// SemaphoreSpec configures a semaphore or a shared semaphore configuration
+// (docs/configuration.md has its fields).
 type SemaphoreSpec = config.SemaphoreSpec
 
-// PoolSpec configures a pool or a shared pool configuration: BaseConfig,
-// MaxWorkers (maxThreadPoolSize), CoreWorkers (no effect), QueueCapacity,
-// QueueTimeout (maxWaitDuration), KeepAlive, EventBufferSize, Adaptive, the
-// [Line]'s fields, Priorities, Displace and Shadow (docs/pool.md).
+// PoolSpec configures a pool or a shared pool configuration
+// (docs/configuration.md, docs/pool.md).
 type PoolSpec = config.PoolSpec
 
-// Line is the shedding rules of a bulkhead's line of waiters, inside
-// SemaphoreSpec and PoolSpec: MaxWaitingCalls, LIFOThreshold,
-// MinDeadlineSlack, QueueOrder and CoDel, each inherited on its own
-// (docs/shedding.md).
+// Line is the shedding rules of a bulkhead's line of waiters, each field
+// inherited on its own (docs/shedding.md).
 type Line = config.Line
 
 // Extras is a semaphore's Priorities, Shadow and Observe, inside
 // SemaphoreSpec (docs/priorities.md, docs/semaphore.md).
 type Extras = config.Extras
 
-// ConfigError is one problem of a configuration: File, Line (0 for values
-// built in code), Path, Profile (of its document) and Msg, which names the
-// entry, field and value.
+// ConfigError is one problem of a configuration: its file, line, path,
+// profile and a message naming the entry, field and value.
 type ConfigError = config.Error
 
 // Load reads the resilience4j.bulkhead and resilience4j.thread-pool-bulkhead
@@ -72,27 +63,24 @@ func LoadFile(path string) (Config, error) {
 }
 
 // spec is what a configuration resolves for one bulkhead: the config of its
-// kind, the others unused.
+// kind (the other unused) and the rest.
 type spec struct {
-	sem       semaphore.Config
-	pool      pool.Config
-	keyed     *semaphore.KeyedConfig // a keyed semaphore's; nil: not keyed
-	keyedPool *pool.KeyedConfig      // a keyed pool's; nil: not keyed
-	size      int                    // event buffer size
-	adaptive  *adaptive.Config       // nil: no controller
+	sem  semaphore.Config
+	pool pool.Config
+	config.Extra
 }
 
 // specOf resolves k's spec from res, and whether res lists it.
 func specOf(res *config.Resolved, k key) (spec, bool) {
 	if k.kind == bulkhead.Pool {
 		c, x, ok := res.Pool(k.name)
-		return spec{pool: c, keyedPool: x.KeyedPool, size: x.Buffer, adaptive: x.Adaptive}, ok
+		return spec{pool: c, Extra: x}, ok
 	}
 	c, x, ok := res.Semaphore(k.name)
-	return spec{sem: c, keyed: x.Keyed, size: x.Buffer, adaptive: x.Adaptive}, ok
+	return spec{sem: c, Extra: x}, ok
 }
 
-func (sp spec) isKeyed() bool { return sp.keyed != nil || sp.keyedPool != nil }
+func (sp spec) isKeyed() bool { return sp.Keyed != nil || sp.KeyedPool != nil }
 
 func (sp spec) limit(k bulkhead.Kind) int {
 	if k == bulkhead.Pool {
@@ -113,12 +101,12 @@ func (sp spec) withLimit(n int) spec {
 func newBulkhead(k key, sp spec, n int) (handle, error) {
 	sp = sp.withLimit(n)
 	switch {
-	case sp.keyedPool != nil:
-		return pool.NewKeyed[string](k.name, *sp.keyedPool)
+	case sp.KeyedPool != nil:
+		return pool.NewKeyed[string](k.name, *sp.KeyedPool)
 	case k.kind == bulkhead.Pool:
 		return pool.New(k.name, sp.pool)
-	case sp.keyed != nil:
-		return semaphore.NewKeyed[string](k.name, *sp.keyed)
+	case sp.Keyed != nil:
+		return semaphore.NewKeyed[string](k.name, *sp.Keyed)
 	}
 	return semaphore.New(k.name, sp.sem)
 }

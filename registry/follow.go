@@ -1,11 +1,10 @@
 package registry
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/bulkhead-go/bulkhead/registry/internal/config"
@@ -38,50 +37,51 @@ func (r *Registry) Follow(ctx context.Context, path string, every time.Duration)
 	if every <= 0 {
 		return fmt.Errorf("registry: Follow: every must be > 0, got %v", every)
 	}
-	cfg, running, err := config.LoadFile(path, os.LookupEnv)
-	if err == nil {
-		err = r.reconfigure(cfg, true)
-	}
-	if err != nil {
-		return err
-	}
-	r.noteReload(path, nil)
-	// What the last read found: its content, or the error that left none.
-	seen, seenMsg := running, ""
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// The digests of what the running configuration was read from ("" before
+	// the first read) and of what the last read found.
+	var running, seen string
 	for {
+		cfg, srcs, err := config.LoadFile(path, os.LookupEnv)
+		found := digest(srcs, err)
+		switch found {
+		case seen: // counted already
+		case running:
+			r.clearReloadError() // the running content is back after a refusal
+		default:
+			if err == nil {
+				err = r.reconfigure(cfg, true)
+			}
+			if err != nil && running == "" {
+				return err // the first read
+			}
+			r.noteReload(path, err)
+			if err == nil {
+				running = found
+			}
+		}
+		seen = found
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
 		}
-		cfg, srcs, err := config.LoadFile(path, os.LookupEnv)
-		switch {
-		case srcs != nil && sameSources(srcs, seen), srcs == nil && err != nil && err.Error() == seenMsg:
-			continue // counted already
-		case srcs != nil && sameSources(srcs, running):
-			r.clearReloadError() // the running content is back after a refusal
-			seen, seenMsg = running, ""
-			continue
-		}
-		if err == nil {
-			err = r.reconfigure(cfg, true)
-		}
-		r.noteReload(path, err)
-		seen, seenMsg = srcs, ""
-		if err == nil {
-			running = srcs
-		} else if srcs == nil {
-			seenMsg = err.Error()
-		}
 	}
 }
 
-// sameSources reports whether a and b are the same files with the same
-// content.
-func sameSources(a, b []config.Source) bool {
-	return b != nil && slices.EqualFunc(a, b, func(x, y config.Source) bool { return x.Name == y.Name && bytes.Equal(x.Data, y.Data) })
+// digest identifies what a read found: the files and their content, or the
+// error that left none.
+func digest(srcs []config.Source, err error) string {
+	h := sha256.New()
+	if srcs == nil {
+		fmt.Fprintf(h, "error %v", err)
+	}
+	for _, s := range srcs {
+		fmt.Fprintf(h, "file %q %d\n", s.Name, len(s.Data))
+		h.Write(s.Data)
+	}
+	return string(h.Sum(nil))
 }
 
 func (r *Registry) noteReload(path string, err error) {

@@ -22,10 +22,9 @@ import (
 // Config.Strict is set for a bulkhead its configuration does not list.
 var ErrNotConfigured = errors.New("registry: no such bulkhead in the configuration")
 
-// Registry holds named bulkheads, a namespace per kind (a name is one
-// semaphore and one pool at most), and is safe for concurrent use. A
-// bulkhead with an Adaptive block gets a controller that owns its limit;
-// docs/adaptive.md says when Reconfigure, Remove and Close keep it.
+// Registry holds named bulkheads, a namespace per kind, and is safe for
+// concurrent use. A bulkhead with an Adaptive block gets a controller that
+// owns its limit (docs/adaptive.md).
 type Registry struct {
 	mu         sync.Mutex
 	res        *config.Resolved // the configuration, resolved
@@ -52,7 +51,6 @@ type key struct {
 	name string
 }
 
-// handle is what both kinds of bulkhead offer.
 type handle interface {
 	bulkhead.Instance
 	Subscribe(func(bulkhead.Event)) func()
@@ -61,10 +59,10 @@ type handle interface {
 type entry struct {
 	key
 	b     handle
-	size  int                     // event buffer size from the config (r.mu)
-	ring  atomic.Pointer[ring]    // recent events, while recording
-	unsub func()                  // the forwarding subscription, while listened to
-	sinks atomic.Pointer[[]*sink] // a sink per collector with histograms (written under r.mu)
+	size  int                       // event buffer size from the config (r.mu)
+	ring  atomic.Pointer[ring]      // recent events, while recording
+	unsub func()                    // the forwarding subscription, while listened to
+	hists event.Hub[bulkhead.Event] // the events for the collectors with histograms
 
 	target  atomic.Pointer[target] // what the registry chose, replaced under r.mu, applied by sync
 	removed atomic.Bool            // set by Remove: from then on sync changes nothing
@@ -74,12 +72,9 @@ type entry struct {
 type EntryEventType uint8
 
 const (
-	// EntryAdded: a bulkhead was created.
-	EntryAdded EntryEventType = iota + 1
-	// EntryRemoved: a bulkhead was removed by Remove.
-	EntryRemoved
-	// EntryReconfigured: Reconfigure changed a live bulkhead's limits.
-	EntryReconfigured
+	EntryAdded        EntryEventType = iota + 1 // a bulkhead was created
+	EntryRemoved                                // Remove removed a bulkhead
+	EntryReconfigured                           // Reconfigure changed a live bulkhead's limits
 )
 
 // String returns "added", "removed", "reconfigured" or "EntryEventType(n)".
@@ -90,8 +85,7 @@ func (t EntryEventType) String() string {
 	return fmt.Sprintf("EntryEventType(%d)", uint8(t))
 }
 
-// EntryEvent tells registry subscribers that an entry was added, removed or
-// reconfigured.
+// EntryEvent tells registry subscribers what happened to an entry.
 type EntryEvent struct {
 	Type     EntryEventType
 	Name     string
@@ -99,10 +93,10 @@ type EntryEvent struct {
 	Instance bulkhead.Instance // a *semaphore.Bulkhead, *pool.Bulkhead or their Keyed[string]
 }
 
-// New validates cfg and creates every instance it lists. On error nothing is
-// left running.
+// New validates cfg and creates every instance it lists; on error nothing
+// is left running.
 func New(cfg Config) (*Registry, error) {
-	r := &Registry{entries: map[key]*entry{}}
+	r := &Registry{entries: map[key]*entry{}, closeDone: make(chan struct{})}
 	if err := r.reconfigure(cfg, false); err != nil {
 		return nil, err
 	}
@@ -111,13 +105,10 @@ func New(cfg Config) (*Registry, error) {
 
 // newEntry makes a bulkhead and its controller, if any (attached by addLocked).
 func newEntry(k key, sp spec) (*entry, error) {
-	e := &entry{key: k, size: sp.size}
-	t := &target{cfg: sp}
-	var err error
-	if sp.adaptive != nil {
-		t.ctl, err = newControl(e, *sp.adaptive, sp.limit(k.kind))
-	}
+	e := &entry{key: k, size: sp.Buffer}
+	ctl, err := newControl(e, sp, nil)
 	if err == nil {
+		t := &target{cfg: sp, ctl: ctl}
 		e.target.Store(t)
 		e.b, err = newBulkhead(k, sp, t.limit())
 	}
@@ -155,8 +146,7 @@ func listed(res *config.Resolved, k bulkhead.Kind) []string {
 	return res.Semaphores()
 }
 
-// closePools closes the pools among es, keyed or not, at once, until ctx
-// ends.
+// closePools closes the pools among es at once, until ctx ends.
 func closePools(ctx context.Context, es []*entry) error {
 	errs := make([]error, len(es))
 	var wg sync.WaitGroup
@@ -177,7 +167,7 @@ func closePools(ctx context.Context, es []*entry) error {
 func (r *Registry) addLocked(e *entry) {
 	r.setRingLocked(e)
 	for _, c := range r.collectors {
-		e.addSink(c)
+		c.watch(e)
 	}
 	if r.listeners > 0 {
 		r.listen(e)
@@ -212,8 +202,7 @@ func (r *Registry) deliver() {
 	r.pending = nil
 }
 
-// get returns the named bulkhead, creating it if need be; keyed says which
-// form it must have.
+// get returns the named bulkhead of the form keyed says, creating it if need be.
 func get[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, error) {
 	defer r.deliver()
 	r.mu.Lock()
@@ -248,18 +237,17 @@ func get[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, er
 	return e.b.(T), nil
 }
 
-// Semaphore returns the semaphore bulkhead called name, creating it from
-// Config.Semaphores, the "default" config or semaphore.DefaultConfig (with
-// Config.Strict, an unlisted name is [ErrNotConfigured]). Concurrent first
-// calls create one. After Close it fails with bulkhead.ErrClosed.
+// Semaphore returns the semaphore bulkhead called name, creating it (once)
+// from its configuration, "default" or semaphore.DefaultConfig, unless
+// Config.Strict makes an unlisted name [ErrNotConfigured]. After Close it
+// fails with bulkhead.ErrClosed.
 func (r *Registry) Semaphore(name string) (*semaphore.Bulkhead, error) {
 	return get[*semaphore.Bulkhead](r, bulkhead.Semaphore, name, false)
 }
 
-// KeyedSemaphore returns the keyed semaphore called name, one whose
-// configuration sets maxConcurrentCallsPerKey, as [Registry.Semaphore] does.
-// Asking Semaphore for a keyed one, or KeyedSemaphore for a plain one, is an
-// error that says which it is.
+// KeyedSemaphore returns the keyed semaphore called name (its configuration
+// sets maxConcurrentCallsPerKey) as [Registry.Semaphore] does; asking either
+// for the other form is an error that says which it is.
 func (r *Registry) KeyedSemaphore(name string) (*semaphore.Keyed[string], error) {
 	return get[*semaphore.Keyed[string]](r, bulkhead.Semaphore, name, true)
 }
@@ -269,10 +257,9 @@ func (r *Registry) Pool(name string) (*pool.Bulkhead, error) {
 	return get[*pool.Bulkhead](r, bulkhead.Pool, name, false)
 }
 
-// KeyedPool returns the keyed pool called name, one whose configuration
-// sets maxRunningPerKey or queueCapacityPerKey, as [Registry.Pool] does.
-// Asking Pool for a keyed one, or KeyedPool for a plain one, is an error
-// that says which it is.
+// KeyedPool returns the keyed pool called name (its configuration sets
+// maxRunningPerKey or queueCapacityPerKey) as [Registry.Pool] does; asking
+// either for the other form is an error that says which it is.
 func (r *Registry) KeyedPool(name string) (*pool.Keyed[string], error) {
 	return get[*pool.Keyed[string]](r, bulkhead.Pool, name, true)
 }
@@ -311,18 +298,15 @@ func (r *Registry) sortedLocked() []*entry {
 }
 
 // Remove takes the named bulkhead out of the registry and returns it to the
-// caller, who owns (and closes) it: neither a controller nor a Reconfigure
-// under way changes it after Remove returns.
+// caller, who owns it: nothing the registry does changes it afterwards.
 func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool) {
 	r.mu.Lock()
 	e, ok := r.entries[key{k, name}]
 	if ok {
 		delete(r.entries, e.key)
 		e.stopListening()
-		if ss := e.sinks.Load(); ss != nil {
-			for _, s := range *ss {
-				s.deleteSeriesLocked(e)
-			}
+		for _, c := range r.collectors {
+			c.unwatch(e)
 		}
 		e.removed.Store(true)
 		e.control().detach()
@@ -338,10 +322,10 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 }
 
 // Reconfigure makes a valid cfg the configuration: every live bulkhead gets
-// the limits cfg resolves for its name ("default" if no longer listed), and
-// listed instances are created; an invalid cfg changes nothing. The only
-// later error is a pool refusing a new KeepAlive, which keeps its old limits.
-// Concurrent calls end with the last installed configuration everywhere.
+// the limits cfg resolves for its name, and listed instances are created;
+// an invalid cfg changes nothing. The only later error is a pool refusing a
+// new KeepAlive, which keeps its old limits. Concurrent calls end with the
+// last installed configuration everywhere.
 func (r *Registry) Reconfigure(cfg Config) error { return r.reconfigure(cfg, false) }
 
 // reconfigure is Reconfigure; with keep, it refuses a configuration that
@@ -366,8 +350,8 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 			old.detach()
 			c.ctl.attach(c.e)
 		}
-		if c.e.size != c.sp.size {
-			c.e.size = c.sp.size
+		if c.e.size != c.sp.Buffer {
+			c.e.size = c.sp.Buffer
 			r.setRingLocked(c.e)
 		}
 	}
@@ -427,14 +411,9 @@ func (r *Registry) planLocked(res *config.Resolved, keep bool) (plan []change, c
 			return nil, nil, fmt.Errorf("registry: the new configuration makes %s %q %s, which it is not now; the running configuration stays (Remove it first)",
 				e.kind, e.name, map[bool]string{true: "plain", false: "keyed"}[isKeyed])
 		}
-		ctl := e.control() // kept while its block stays the same
-		switch {
-		case sp.adaptive == nil:
-			ctl = nil
-		case ctl == nil || ctl.cfg != *sp.adaptive:
-			if ctl, err = newControl(e, *sp.adaptive, sp.limit(e.kind)); err != nil {
-				return nil, nil, fmt.Errorf("registry: %s %q: %w", e.kind, e.name, err)
-			}
+		ctl, err := newControl(e, sp, e.control())
+		if err != nil {
+			return nil, nil, fmt.Errorf("registry: %s %q: %w", e.kind, e.name, err)
 		}
 		plan = append(plan, change{e, sp, ctl})
 	}
@@ -482,17 +461,15 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	if r.closed {
-		done := r.closeDone
 		r.mu.Unlock()
 		select {
-		case <-done: // closed after closeErr was set
+		case <-r.closeDone: // closed after closeErr was set
 			return r.closeErr
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 	r.closed = true
-	r.closeDone = make(chan struct{})
 	es := slices.Collect(maps.Values(r.entries))
 	for _, e := range es {
 		e.control().detach()
@@ -509,8 +486,8 @@ func (r *Registry) Close(ctx context.Context) error {
 	return err
 }
 
-// Subscribe calls fn with every bulkhead's per-call events until cancel (see
-// package bulkhead, "Callbacks"). With no listener, events cost nothing.
+// Subscribe calls fn with every bulkhead's per-call events until cancel
+// (package bulkhead, "Callbacks").
 func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	if fn == nil {
 		panic("registry: Subscribe called with a nil function")
@@ -519,15 +496,12 @@ func (r *Registry) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 	r.mu.Lock()
 	r.retainLocked()
 	r.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			c()
-			r.mu.Lock()
-			r.releaseLocked()
-			r.mu.Unlock()
-		})
-	}
+	return sync.OnceFunc(func() {
+		c()
+		r.mu.Lock()
+		r.releaseLocked()
+		r.mu.Unlock()
+	})
 }
 
 // SubscribeEntries calls fn when a bulkhead is added, removed or
@@ -567,9 +541,6 @@ func (e *entry) stopListening() {
 
 // listen feeds e's events to its ring, r's subscribers and the histograms.
 func (r *Registry) listen(e *entry) {
-	if e.unsub != nil {
-		return
-	}
 	e.unsub = e.b.Subscribe(func(ev bulkhead.Event) {
 		if rg := e.ring.Load(); rg != nil {
 			rg.add(&ev)
@@ -577,10 +548,6 @@ func (r *Registry) listen(e *entry) {
 		if r.calls.Active() {
 			r.calls.Publish(ev)
 		}
-		if ss := e.sinks.Load(); ss != nil {
-			for _, s := range *ss {
-				s.observe(e, &ev)
-			}
-		}
+		e.hists.Publish(ev)
 	})
 }
