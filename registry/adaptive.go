@@ -21,13 +21,13 @@ type target struct {
 type control struct {
 	cfg   adaptive.Config
 	c     *adaptive.Controller
-	limit atomic.Int64 // the limit the controller chose last
+	limit atomic.Int64 // the limit the controller set last, 0 if none
 	unsub func()       // its subscription to the bulkhead's events (r.mu)
 }
 
 // newControl returns the controller sp gives e's bulkhead: none without an
-// adaptive block, cur while the block stays the same, else a new one with
-// the initial limit it chooses, neither applied nor subscribed (attach does).
+// adaptive block, cur while the block stays the same, else a new one,
+// neither applied nor subscribed (attach does).
 func newControl(e *entry, sp spec, cur *control) (*control, error) {
 	switch {
 	case sp.Adaptive == nil:
@@ -41,7 +41,6 @@ func newControl(e *entry, sp spec, cur *control) (*control, error) {
 		return nil, err
 	}
 	ctl.c = c
-	ctl.limit.Store(int64(c.State().Limit))
 	return ctl, nil
 }
 
@@ -73,9 +72,9 @@ func (e *entry) setLimit(ctl *control, n int) error {
 
 // sync gives e's bulkhead the configuration the registry chose, with its
 // controller's limit, and reports whether that changed anything. It reads
-// what is wanted under the bulkhead's lock, so that of Reconfigure and the
-// controller the last to apply gives the latest of both; after Remove it
-// changes nothing. It holds no registry lock (subscribers run here).
+// what is wanted under the bulkhead's lock, so that whichever of Reconfigure
+// and the controller applies last gives the latest of both. It holds no
+// registry lock (subscribers run here).
 func (e *entry) sync() (changed bool, err error) {
 	switch b := e.b.(type) {
 	case conditional[semaphore.Config]:
@@ -108,7 +107,7 @@ func syncIf[C comparable](b conditional[C], e *entry, of func(spec) C) (changed 
 	return changed && err == nil, err
 }
 
-// limit is the limit t's controller chose last, 0 without one.
+// limit is the limit t's controller set last, 0 if none (a shadow sets none).
 func (t *target) limit() int {
 	if t.ctl == nil {
 		return 0

@@ -297,6 +297,26 @@ func TestAdaptiveAttachAtCreation(t *testing.T) {
 	}, func() bool { return p.Config().MaxWorkers < 12 })
 }
 
+// A shadow controller is a dry run: the registry does not apply its
+// initialLimit either (docs/adaptive.md, "A dry run").
+func TestAdaptiveShadowKeepsTheConfiguredLimit(t *testing.T) {
+	r, err := New(mustLoad(t, adaptiveYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(t.Context())
+	p, err := r.Pool("lookups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Config().MaxWorkers; got != 4 {
+		t.Errorf("a shadow controller set %d workers, want the configured 4", got)
+	}
+	if ctl := controlOf(r, bulkhead.Pool, "lookups"); ctl == nil || ctl.c.State().Limit != 3 {
+		t.Errorf("controller %v, want a shadow at its initialLimit 3", ctl)
+	}
+}
+
 func TestAdaptiveReconfigure(t *testing.T) {
 	cfg := mustLoad(t, dropYAML)
 	r, err := New(cfg)

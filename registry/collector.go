@@ -26,9 +26,8 @@ type MetricsOptions struct {
 	Buckets []float64
 }
 
-// collector is a prometheus.Collector over a Registry. It reads every
-// bulkhead's Stats at scrape time, so the gauges and counters cost nothing
-// per call.
+// collector is a prometheus.Collector over a Registry. It reads Stats at
+// scrape time, so the gauges and counters cost nothing per call.
 type collector struct {
 	r       *Registry
 	metrics []metricDesc        // every series of one bulkhead but those by reason
@@ -48,8 +47,7 @@ type histograms struct {
 	permitted, rejected, cancelled, run prometheus.Observer
 }
 
-// sink feeds one collector's histograms with the events of one bulkhead,
-// subscribed to its entry's hists: an event reaches its series with no
+// sink feeds one collector's histograms with one bulkhead's events, with no
 // lookup, no lock and no allocation.
 type sink struct {
 	c      *collector
@@ -57,9 +55,8 @@ type sink struct {
 	cancel func()
 }
 
-// metricDesc is one series of a bulkhead, read from its Stats (val), or
-// from a keyed bulkhead's KeyStats (key) or a shadowed one's ShadowStats
-// (shadow) only.
+// metricDesc is one series of a bulkhead, read from its Stats (val), its
+// KeyStats (key, keyed only) or its ShadowStats (shadow, shadowed only).
 type metricDesc struct {
 	desc   *prometheus.Desc
 	typ    prometheus.ValueType
@@ -180,8 +177,7 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 	return c, nil
 }
 
-// observe feeds the histograms with an event of e's bulkhead: one atomic
-// load and at most one Observe, once the bulkhead's series exist.
+// observe feeds the histograms with an event of e's bulkhead.
 func (s *sink) observe(e *entry, ev *bulkhead.Event) {
 	h := s.h.Load()
 	if h == nil {
@@ -206,8 +202,7 @@ func (s *sink) observe(e *entry, ev *bulkhead.Event) {
 }
 
 // series makes the series of e's bulkhead for s, on its first event; nil
-// once s was unwatched (the bulkhead removed or the collector
-// unregistered), so that a late event cannot bring its series back.
+// once s is unwatched, so that a late event cannot bring them back.
 func (c *collector) series(e *entry, s *sink) *histograms {
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
@@ -262,8 +257,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector: it reads every bulkhead's Stats,
-// and sends the histograms' series.
+// Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	bs := c.fixed
 	if c.r != nil {
@@ -313,9 +307,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // RegisterMetrics registers on reg a prometheus.Collector over every
-// bulkhead of r, read at scrape time, labelled with name and kind only
-// (docs/metrics.md); unregister undoes it. Registering two registries on one
-// prometheus.Registry needs a label of its own for each
+// bulkhead of r, labelled with name and kind (docs/metrics.md); unregister
+// undoes it. Two registries on one prometheus.Registry need a label each
 // (prometheus.WrapRegistererWith).
 func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOptions) (unregister func(), err error) {
 	if reg == nil {
@@ -325,7 +318,10 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 	if err != nil {
 		return nil, err
 	}
-	stop := func() {}
+	if err := reg.Register(c); err != nil {
+		return nil, fmt.Errorf("registry: RegisterMetrics: %w (is another Registry's collector registered there? "+
+			"register each through prometheus.WrapRegistererWith with a label that tells them apart)", err)
+	}
 	if c.wait != nil { // every bulkhead, present and future, feeds c's histograms
 		r.mu.Lock()
 		r.collectors = append(r.collectors, c)
@@ -334,7 +330,10 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 		}
 		r.retainLocked()
 		r.mu.Unlock()
-		stop = func() {
+	}
+	return sync.OnceFunc(func() {
+		reg.Unregister(c)
+		if c.wait != nil {
 			r.mu.Lock()
 			r.collectors = slices.DeleteFunc(r.collectors, func(x *collector) bool { return x == c })
 			for e := range c.sinks {
@@ -343,15 +342,6 @@ func (r *Registry) RegisterMetrics(reg prometheus.Registerer, opts MetricsOption
 			r.releaseLocked()
 			r.mu.Unlock()
 		}
-	}
-	if err := reg.Register(c); err != nil {
-		stop()
-		return nil, fmt.Errorf("registry: RegisterMetrics: %w (is another Registry's collector registered there? "+
-			"register each through prometheus.WrapRegistererWith with a label that tells them apart)", err)
-	}
-	return sync.OnceFunc(func() {
-		reg.Unregister(c)
-		stop()
 	}), nil
 }
 

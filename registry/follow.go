@@ -24,12 +24,9 @@ type reloads struct {
 // [Registry.Reconfigure], then again every every until ctx ends whenever
 // its content (not its modification time) changed, all or nothing. It
 // blocks, starting no goroutine (run it in one), and returns at once with
-// the first read's or apply's error.
-//
-// A later file that is missing, empty or invalid, or that no longer lists an
-// instance in use, is refused and the running configuration stays. Each
-// outcome is counted once per content in bulkhead_config_reloads_total and
-// shown on the status page (docs/configuration.md, "Following a file").
+// the first read's or apply's error. A later file that is missing, empty or
+// invalid, or that no longer lists an instance in use, is refused and the
+// running configuration stays (docs/configuration.md, "Following a file").
 func (r *Registry) Follow(ctx context.Context, path string, every time.Duration) error {
 	if ctx == nil {
 		panic("registry: Follow called with a nil Context")

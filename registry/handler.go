@@ -55,7 +55,6 @@ type statusCoDel struct {
 	Interval    string `json:"interval"`
 }
 
-// withLine adds the line's shedding rules to sc.
 func (sc statusConfig) withLine(maxWaiting int, slack time.Duration, order bulkhead.QueueOrder, threshold int, cd *bulkhead.CoDel) statusConfig {
 	sc.MaxWaitingCalls, sc.MinDeadlineSlack, sc.LIFOThreshold = maxWaiting, durText(slack), threshold
 	if order != bulkhead.FIFO {
@@ -68,8 +67,7 @@ func (sc statusConfig) withLine(maxWaiting int, slack time.Duration, order bulkh
 	return sc
 }
 
-// statusStats is a bulkhead's Stats (in its JSON names), with RejectedBy
-// by reason (bulkhead.Reason's String), listing the reasons seen.
+// statusStats is a bulkhead's Stats, with RejectedBy listing the reasons seen.
 type statusStats struct {
 	bulkhead.Stats
 	RejectedBy map[string]uint64 `json:"rejectedBy,omitempty"`
@@ -135,7 +133,6 @@ func configOf(b handle) statusConfig {
 	return statusConfig{}
 }
 
-// poolStatus is configOf for a pool's Config.
 func poolStatus(c pool.Config) statusConfig {
 	return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
 		QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}.
@@ -185,11 +182,11 @@ func statusOf(e *entry) instanceStatus {
 	return is
 }
 
-// Handler returns an http.Handler that serves as JSON (GET or HEAD) every
-// bulkhead's configuration, statistics, controller state and recent events
-// (while Config.RecordEvents is on), and what Follow did; ?name=x (and
-// ?kind=semaphore or pool) picks bulkheads, 404 if none. It shows names,
-// numbers and fixed words only, never an error's text but Follow's last.
+// Handler returns an http.Handler that serves as JSON every bulkhead's
+// configuration, statistics, controller state and recent events (with
+// Config.RecordEvents), and what Follow did; ?name=x (and ?kind=semaphore or
+// pool) picks bulkheads, 404 if none. It never shows an error's text but
+// Follow's last.
 func (r *Registry) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodGet && req.Method != http.MethodHead {

@@ -59,7 +59,6 @@ type handle interface {
 type entry struct {
 	key
 	b     handle
-	size  int                       // event buffer size from the config (r.mu)
 	ring  atomic.Pointer[ring]      // recent events, while recording
 	unsub func()                    // the forwarding subscription, while listened to
 	hists event.Hub[bulkhead.Event] // the events for the collectors with histograms
@@ -105,7 +104,7 @@ func New(cfg Config) (*Registry, error) {
 
 // newEntry makes a bulkhead and its controller, if any (attached by addLocked).
 func newEntry(k key, sp spec) (*entry, error) {
-	e := &entry{key: k, size: sp.Buffer}
+	e := &entry{key: k}
 	ctl, err := newControl(e, sp, nil)
 	if err == nil {
 		t := &target{cfg: sp, ctl: ctl}
@@ -345,13 +344,12 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	// Nothing can fail from here on: switch.
 	r.res = res
 	for _, c := range plan {
-		old := c.e.target.Swap(&target{cfg: c.sp, ctl: c.ctl}).ctl
-		if old != c.ctl {
-			old.detach()
+		old := c.e.target.Swap(&target{cfg: c.sp, ctl: c.ctl})
+		if old.ctl != c.ctl {
+			old.ctl.detach()
 			c.ctl.attach(c.e)
 		}
-		if c.e.size != c.sp.Buffer {
-			c.e.size = c.sp.Buffer
+		if old.cfg.Buffer != c.sp.Buffer {
 			r.setRingLocked(c.e)
 		}
 	}
@@ -421,12 +419,12 @@ func (r *Registry) planLocked(res *config.Resolved, keep bool) (plan []change, c
 	return plan, created, err
 }
 
-// setRingLocked gives e a ring of e.size, keeping the newest events, while
-// r records, and none otherwise.
+// setRingLocked gives e a ring of its configured size, keeping the newest
+// events, while r records, and none otherwise.
 func (r *Registry) setRingLocked(e *entry) {
 	var next *ring
-	if r.recording && e.size > 0 {
-		next = newRing(e.size)
+	if size := e.target.Load().cfg.Buffer; r.recording && size > 0 {
+		next = newRing(size)
 		if old := e.ring.Load(); old != nil {
 			for _, rec := range old.records() {
 				next.put(rec)

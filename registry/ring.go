@@ -9,8 +9,7 @@ import (
 )
 
 // record is what the status page keeps of an event: never its error, so
-// that an error's text (or a panic's stack) can neither be shown nor kept
-// alive by the ring.
+// that the ring neither shows nor keeps alive an error's text.
 type record struct {
 	typ       bulkhead.EventType
 	outcome   string // a fixed word (see outcome)
