@@ -115,5 +115,4 @@ func (t *target) limit() int {
 	return int(t.ctl.limit.Load())
 }
 
-// control returns the controller that owns e's limit, or nil.
 func (e *entry) control() *control { return e.target.Load().ctl }

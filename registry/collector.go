@@ -177,7 +177,6 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 	return c, nil
 }
 
-// observe feeds the histograms with an event of e's bulkhead.
 func (s *sink) observe(e *entry, ev *bulkhead.Event) {
 	h := s.h.Load()
 	if h == nil {
@@ -230,17 +229,13 @@ func (c *collector) watch(e *entry) {
 	c.sinks[e] = s
 }
 
-// unwatch stops it and deletes e's series, if its first event made them.
-// r.mu must be held.
+// unwatch stops it and deletes e's series. r.mu must be held.
 func (c *collector) unwatch(e *entry) {
-	s := c.sinks[e]
+	c.sinks[e].cancel()
 	delete(c.sinks, e)
-	s.cancel()
-	if s.h.Swap(nil) != nil {
-		l := prometheus.Labels{"name": e.name, "kind": e.kind.String()}
-		c.wait.DeletePartialMatch(l)
-		c.run.DeletePartialMatch(l)
-	}
+	l := prometheus.Labels{"name": e.name, "kind": e.kind.String()}
+	c.wait.DeletePartialMatch(l)
+	c.run.DeletePartialMatch(l)
 }
 
 // Describe implements prometheus.Collector.

@@ -70,7 +70,7 @@ type spec struct {
 	config.Extra
 }
 
-// specOf resolves k's spec from res, and whether res lists it.
+// specOf also reports whether res lists k.
 func specOf(res *config.Resolved, k key) (spec, bool) {
 	if k.kind == bulkhead.Pool {
 		c, x, ok := res.Pool(k.name)
@@ -97,7 +97,6 @@ func (sp spec) withLimit(n int) spec {
 	return sp
 }
 
-// newBulkhead creates the bulkhead sp describes, with the limit n if not 0.
 func newBulkhead(k key, sp spec, n int) (handle, error) {
 	sp = sp.withLimit(n)
 	switch {
@@ -111,8 +110,7 @@ func newBulkhead(k key, sp spec, n int) (handle, error) {
 	return semaphore.New(k.name, sp.sem)
 }
 
-// kindError says why k, keyed or not as isKeyed says, cannot be returned
-// by a call for the other form.
+// kindError says why k cannot be returned by a call for the other form.
 func kindError(k key, isKeyed bool) error {
 	keys, get := "maxConcurrentCallsPerKey", "Semaphore"
 	if k.kind == bulkhead.Pool {

@@ -44,8 +44,10 @@ func (r *Registry) Follow(ctx context.Context, path string, every time.Duration)
 		found := digest(srcs, err)
 		switch found {
 		case seen: // counted already
-		case running:
-			r.clearReloadError() // the running content is back after a refusal
+		case running: // back after a refusal
+			r.mu.Lock()
+			r.reloads.LastError, r.reloads.LastErrorAt = "", time.Time{}
+			r.mu.Unlock()
 		default:
 			if err == nil {
 				err = r.reconfigure(cfg, true)
@@ -98,12 +100,6 @@ func (r *Registry) noteReload(path string, err error) {
 	st.LastApplied = time.Now()
 }
 
-func (r *Registry) clearReloadError() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reloads.LastError, r.reloads.LastErrorAt = "", time.Time{}
-}
-
 // reloadStatus returns a copy of what Follow did, or nil if it never ran.
 func (r *Registry) reloadStatus() *reloads {
 	r.mu.Lock()
@@ -111,6 +107,5 @@ func (r *Registry) reloadStatus() *reloads {
 	if r.reloads == nil {
 		return nil
 	}
-	st := *r.reloads
-	return &st
+	return new(*r.reloads)
 }

@@ -111,7 +111,6 @@ func outcome(e *bulkhead.Event) string {
 	return ""
 }
 
-// configOf is the status page's view of b's configuration.
 func configOf(b handle) statusConfig {
 	switch b := b.(type) {
 	case *semaphore.Bulkhead:
@@ -161,15 +160,13 @@ func statusOf(e *entry) instanceStatus {
 		}
 	}
 	if ctl := e.control(); ctl != nil {
-		st := ctl.c.State()
-		is.Adaptive = &st
+		is.Adaptive = new(ctl.c.State())
 	}
 	if ss, ok := shadowOf(e.b); ok {
 		is.Shadow = &ss
 	}
 	if k, ok := e.b.(bulkhead.KeyedInstance); ok {
-		ks := k.KeyStats()
-		is.Keys = &ks
+		is.Keys = new(k.KeyStats())
 	}
 	if rg := e.ring.Load(); rg != nil {
 		for _, rec := range rg.records() {

@@ -102,7 +102,7 @@ func New(cfg Config) (*Registry, error) {
 	return r, nil
 }
 
-// newEntry makes a bulkhead and its controller, if any (attached by addLocked).
+// newEntry makes a bulkhead and its controller, if any; addLocked attaches it.
 func newEntry(k key, sp spec) (*entry, error) {
 	e := &entry{key: k}
 	ctl, err := newControl(e, sp, nil)
@@ -137,7 +137,6 @@ func (r *Registry) createListed(res *config.Resolved) ([]*entry, error) {
 	return created, nil
 }
 
-// listed returns the instances of kind k that res lists, sorted.
 func listed(res *config.Resolved, k bulkhead.Kind) []string {
 	if k == bulkhead.Pool {
 		return res.Pools()
@@ -201,7 +200,6 @@ func (r *Registry) deliver() {
 	r.pending = nil
 }
 
-// get returns the named bulkhead of the form keyed says, creating it if need be.
 func get[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, error) {
 	defer r.deliver()
 	r.mu.Lock()
@@ -211,10 +209,10 @@ func get[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, er
 		return none, fmt.Errorf("registry: %s %q: %w", k, name, bulkhead.ErrClosed)
 	}
 	if e, ok := r.entries[key{k, name}]; ok {
-		if _, isKeyed := e.b.(bulkhead.KeyedInstance); isKeyed != keyed {
-			return none, kindError(e.key, isKeyed)
+		if b, ok := e.b.(T); ok {
+			return b, nil
 		}
-		return e.b.(T), nil
+		return none, kindError(e.key, !keyed)
 	}
 	sp, ok := specOf(r.res, key{k, name})
 	if sp.isKeyed() != keyed {
@@ -289,7 +287,6 @@ func (r *Registry) snapshot() []*entry {
 	return r.sortedLocked()
 }
 
-// sortedLocked returns r's entries by name, semaphores before pools.
 func (r *Registry) sortedLocked() []*entry {
 	return slices.SortedFunc(maps.Values(r.entries), func(a, b *entry) int {
 		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
@@ -344,12 +341,12 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	// Nothing can fail from here on: switch.
 	r.res = res
 	for _, c := range plan {
-		old := c.e.target.Swap(&target{cfg: c.sp, ctl: c.ctl})
-		if old.ctl != c.ctl {
+		old := c.e.target.Swap(c.t)
+		if old.ctl != c.t.ctl {
 			old.ctl.detach()
-			c.ctl.attach(c.e)
+			c.t.ctl.attach(c.e)
 		}
-		if old.cfg.Buffer != c.sp.Buffer {
+		if old.cfg.Buffer != c.t.cfg.Buffer {
 			r.setRingLocked(c.e)
 		}
 	}
@@ -378,11 +375,9 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 	return errors.Join(errs...)
 }
 
-// change is what reconfigure gives one live entry.
 type change struct {
-	e   *entry
-	sp  spec
-	ctl *control
+	e *entry
+	t *target
 }
 
 // planLocked returns what res changes for r's entries and the listed
@@ -413,7 +408,7 @@ func (r *Registry) planLocked(res *config.Resolved, keep bool) (plan []change, c
 		if err != nil {
 			return nil, nil, fmt.Errorf("registry: %s %q: %w", e.kind, e.name, err)
 		}
-		plan = append(plan, change{e, sp, ctl})
+		plan = append(plan, change{e, &target{cfg: sp, ctl: ctl}})
 	}
 	created, err = r.createListed(res)
 	return plan, created, err
@@ -434,7 +429,6 @@ func (r *Registry) setRingLocked(e *entry) {
 	e.ring.Store(next)
 }
 
-// setRecordingLocked starts or stops keeping recent events.
 func (r *Registry) setRecordingLocked(on bool) {
 	if on == r.recording {
 		return
@@ -511,7 +505,7 @@ func (r *Registry) SubscribeEntries(fn func(EntryEvent)) (cancel func()) {
 	return r.changes.Subscribe(fn)
 }
 
-// retainLocked starts forwarding the instances' events, if not yet.
+// retainLocked counts one more reason to forward the instances' events.
 func (r *Registry) retainLocked() {
 	r.listeners++
 	if r.listeners == 1 && !r.closed {
@@ -543,9 +537,7 @@ func (r *Registry) listen(e *entry) {
 		if rg := e.ring.Load(); rg != nil {
 			rg.add(&ev)
 		}
-		if r.calls.Active() {
-			r.calls.Publish(ev)
-		}
+		r.calls.Publish(ev)
 		e.hists.Publish(ev)
 	})
 }

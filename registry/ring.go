@@ -43,7 +43,7 @@ func (r *ring) put(rec record) {
 	r.mu.Unlock()
 }
 
-// records returns the kept records, oldest first.
+// records returns the records, oldest first.
 func (r *ring) records() []record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
