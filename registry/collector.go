@@ -76,15 +76,6 @@ func shadowOf(b bulkhead.Instance) (bulkhead.ShadowStats, bool) {
 	return bulkhead.ShadowStats{}, false
 }
 
-// micrometerKind is the kind that Resilience4j's Micrometer binders emit
-// each of these names for, and the only one they are emitted for under
-// MetricsOptions.Resilience4jNames: a semaphore and a pool that share a
-// name then give dashboards that sum by name one series each, not two.
-var micrometerKind = map[string]bulkhead.Kind{
-	"available_concurrent_calls": bulkhead.Semaphore, "max_allowed_concurrent_calls": bulkhead.Semaphore,
-	"queue_depth": bulkhead.Pool, "queue_capacity": bulkhead.Pool,
-}
-
 var labels = []string{"name", "kind"}
 
 func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
@@ -93,49 +84,48 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 	if opts.Resilience4jNames {
 		prefix = "resilience4j_bulkhead_"
 	}
-	m := func(t prometheus.ValueType, name, help string, val func(s bulkhead.Stats) float64) metricDesc {
-		d := metricDesc{desc: prometheus.NewDesc(prefix+name, help, labels, nil), typ: t, val: val}
-		if opts.Resilience4jNames {
-			d.only = micrometerKind[name]
-		}
-		return d
+	m := func(t prometheus.ValueType, only bulkhead.Kind, name, help string, val func(s bulkhead.Stats) float64) metricDesc {
+		return metricDesc{desc: prometheus.NewDesc(prefix+name, help, labels, nil), typ: t, only: only, val: val}
 	}
 	km := func(t prometheus.ValueType, name, help string, key func(s bulkhead.KeyStats) float64) metricDesc {
 		return metricDesc{desc: prometheus.NewDesc(prefix+name, help, labels, nil), typ: t, key: key}
 	}
-	sm := func(t prometheus.ValueType, name, help string, shadow func(s bulkhead.ShadowStats) float64) metricDesc {
-		return metricDesc{desc: prometheus.NewDesc(prefix+"shadow_"+name, help, labels, nil), typ: t, shadow: shadow}
+	sm := func(t prometheus.ValueType, only bulkhead.Kind, name, help string, shadow func(s bulkhead.ShadowStats) float64) metricDesc {
+		return metricDesc{desc: prometheus.NewDesc(prefix+"shadow_"+name, help, labels, nil), typ: t, only: only, shadow: shadow}
 	}
-	poolOnly := func(d metricDesc) metricDesc {
-		d.only = bulkhead.Pool
-		return d
+	// Under Resilience4jNames, the series Micrometer's binders emit for one
+	// kind only are emitted for it only: a semaphore and a pool that share a
+	// name then give dashboards that sum by name one series each, not two.
+	var semaphoreOnly, poolOnly bulkhead.Kind // 0: both kinds
+	if opts.Resilience4jNames {
+		semaphoreOnly, poolOnly = bulkhead.Semaphore, bulkhead.Pool
 	}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	c.metrics = []metricDesc{
-		m(g, "available_concurrent_calls", "Calls that may start now: max allowed minus in flight, never below 0.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
-		m(g, "max_allowed_concurrent_calls", "The limit in force: permits (semaphore) or workers (pool).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
-		m(g, "in_flight_calls", "Calls running now (pool: tasks on a worker).", func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
-		m(g, "waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).", func(s bulkhead.Stats) float64 { return float64(s.Waiting) }),
-		m(g, "queue_depth", "Tasks waiting in the queue for a worker (pool).", func(s bulkhead.Stats) float64 { return float64(s.QueueDepth) }),
-		m(g, "queue_capacity", "The queue's capacity (pool); 0 for a semaphore.", func(s bulkhead.Stats) float64 { return float64(s.QueueCapacity) }),
-		m(g, "codel_overloaded", "1 while CoDel finds the line of waiters overloaded (its shortest wait above the target for an interval), else 0.", func(s bulkhead.Stats) float64 { return one(s.Overloaded) }),
-		m(g, "queue_lifo", "1 while the line of waiters serves the newest first (LIFO, or adaptive LIFO switched to it), else 0.", func(s bulkhead.Stats) float64 { return one(s.LIFO) }),
-		m(k, "calls_permitted_total", "Calls that got a permit or a worker and ran.", func(s bulkhead.Stats) float64 { return float64(s.Permitted) }),
-		m(k, "calls_rejected_total", "Calls refused because the bulkhead was full, at once or after waiting the maximum wait.", func(s bulkhead.Stats) float64 { return float64(s.Rejected) }),
-		m(k, "calls_cancelled_total", "Calls that gave up while waiting or queued: context ended, future cancelled or pool closed.", func(s bulkhead.Stats) float64 { return float64(s.Cancelled) }),
-		m(k, "calls_finished_total", "Permitted calls that completed, whatever their result.", func(s bulkhead.Stats) float64 { return float64(s.Finished) }),
-		m(k, "calls_failed_total", "Finished calls that returned an error or panicked.", func(s bulkhead.Stats) float64 { return float64(s.Failed) }),
+		m(g, semaphoreOnly, "available_concurrent_calls", "Calls that may start now: max allowed minus in flight, never below 0.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }),
+		m(g, semaphoreOnly, "max_allowed_concurrent_calls", "The limit in force: permits (semaphore) or workers (pool).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+		m(g, 0, "in_flight_calls", "Calls running now (pool: tasks on a worker).", func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
+		m(g, 0, "waiting_calls", "Callers waiting: for a permit (semaphore) or for room in the queue (pool Go callers).", func(s bulkhead.Stats) float64 { return float64(s.Waiting) }),
+		m(g, poolOnly, "queue_depth", "Tasks waiting in the queue for a worker (pool).", func(s bulkhead.Stats) float64 { return float64(s.QueueDepth) }),
+		m(g, poolOnly, "queue_capacity", "The queue's capacity (pool); 0 for a semaphore.", func(s bulkhead.Stats) float64 { return float64(s.QueueCapacity) }),
+		m(g, 0, "codel_overloaded", "1 while CoDel finds the line of waiters overloaded (its shortest wait above the target for an interval), else 0.", func(s bulkhead.Stats) float64 { return one(s.Overloaded) }),
+		m(g, 0, "queue_lifo", "1 while the line of waiters serves the newest first (LIFO, or adaptive LIFO switched to it), else 0.", func(s bulkhead.Stats) float64 { return one(s.LIFO) }),
+		m(k, 0, "calls_permitted_total", "Calls that got a permit or a worker and ran.", func(s bulkhead.Stats) float64 { return float64(s.Permitted) }),
+		m(k, 0, "calls_rejected_total", "Calls refused because the bulkhead was full, at once or after waiting the maximum wait.", func(s bulkhead.Stats) float64 { return float64(s.Rejected) }),
+		m(k, 0, "calls_cancelled_total", "Calls that gave up while waiting or queued: context ended, future cancelled or pool closed.", func(s bulkhead.Stats) float64 { return float64(s.Cancelled) }),
+		m(k, 0, "calls_finished_total", "Permitted calls that completed, whatever their result.", func(s bulkhead.Stats) float64 { return float64(s.Finished) }),
+		m(k, 0, "calls_failed_total", "Finished calls that returned an error or panicked.", func(s bulkhead.Stats) float64 { return float64(s.Failed) }),
 		km(g, "active_keys", "Keys of a keyed bulkhead that hold or wait for capacity now.", func(s bulkhead.KeyStats) float64 { return float64(s.ActiveKeys) }),
 		km(g, "idle_keys", "Entries of idle keys a keyed bulkhead keeps for reuse.", func(s bulkhead.KeyStats) float64 { return float64(s.IdleKeys) }),
 		km(k, "keys_evicted_total", "Entries of idle keys a keyed bulkhead removed from its cache.", func(s bulkhead.KeyStats) float64 { return float64(s.Evicted) }),
-		sm(g, "max_allowed_concurrent_calls", "The shadow's limit, evaluated and never enforced (with observe: the configured limit).", func(s bulkhead.ShadowStats) float64 { return float64(s.Limit) }),
-		sm(g, "in_flight_calls", "Shadow permits (a pool's: shadow workers) held now: calls the shadow would have let run that are still running.", func(s bulkhead.ShadowStats) float64 { return float64(s.InUse) }),
-		poolOnly(sm(g, "queue_depth", "A pool's shadow queue slots held now: tasks the shadow would have kept queued.", func(s bulkhead.ShadowStats) float64 { return float64(s.QueueDepth) })),
-		poolOnly(sm(g, "queue_capacity", "A pool's shadow queue capacity.", func(s bulkhead.ShadowStats) float64 { return float64(s.QueueCapacity) })),
-		sm(g, "observe", "1 for a bulkhead that enforces nothing and evaluates its own limit as a shadow, else 0.", func(s bulkhead.ShadowStats) float64 { return one(s.Observe) }),
-		sm(k, "would_reject_total", "Calls that found the shadow full and would have been refused at once (a shadow without waiting).", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldReject) }),
-		sm(k, "would_wait_total", "Calls that found the shadow full and would have had to wait for it.", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldWait) }),
-		sm(k, "would_time_out_total", "Calls that waited for their permit longer than the shadow's maximum wait.", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldTimeOut) }),
+		sm(g, 0, "max_allowed_concurrent_calls", "The shadow's limit, evaluated and never enforced (with observe: the configured limit).", func(s bulkhead.ShadowStats) float64 { return float64(s.Limit) }),
+		sm(g, 0, "in_flight_calls", "Shadow permits (a pool's: shadow workers) held now: calls the shadow would have let run that are still running.", func(s bulkhead.ShadowStats) float64 { return float64(s.InUse) }),
+		sm(g, bulkhead.Pool, "queue_depth", "A pool's shadow queue slots held now: tasks the shadow would have kept queued.", func(s bulkhead.ShadowStats) float64 { return float64(s.QueueDepth) }),
+		sm(g, bulkhead.Pool, "queue_capacity", "A pool's shadow queue capacity.", func(s bulkhead.ShadowStats) float64 { return float64(s.QueueCapacity) }),
+		sm(g, 0, "observe", "1 for a bulkhead that enforces nothing and evaluates its own limit as a shadow, else 0.", func(s bulkhead.ShadowStats) float64 { return one(s.Observe) }),
+		sm(k, 0, "would_reject_total", "Calls that found the shadow full and would have been refused at once (a shadow without waiting).", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldReject) }),
+		sm(k, 0, "would_wait_total", "Calls that found the shadow full and would have had to wait for it.", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldWait) }),
+		sm(k, 0, "would_time_out_total", "Calls that waited for their permit longer than the shadow's maximum wait.", func(s bulkhead.ShadowStats) float64 { return float64(s.WouldTimeOut) }),
 	}
 	c.keyed = prometheus.NewDesc(prefix+"keyed_rejections_total",
 		"Calls a keyed bulkhead refused, by reason: key (its key's limit), total (the shared total) or keys (MaxActiveKeys).", []string{"name", "kind", "reason"}, nil)
@@ -144,11 +134,11 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 			"they add up to calls_rejected_total.", []string{"name", "kind", "reason"}, nil)
 	if opts.Resilience4jNames {
 		c.metrics = append(c.metrics,
-			poolOnly(m(g, "thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) })),
-			poolOnly(m(g, "max_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers.", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) })),
-			poolOnly(m(g, "core_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers (a Go pool has no core size).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) })),
-			poolOnly(m(g, "active_thread_count", "Pool only, for Resilience4j dashboards: tasks running now.", func(s bulkhead.Stats) float64 { return float64(s.InFlight) })),
-			poolOnly(m(g, "available_thread_count", "Pool only, for Resilience4j dashboards: workers free now.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) })))
+			m(g, bulkhead.Pool, "thread_pool_size", "Pool only, for Resilience4j dashboards: the number of workers allowed (a Go pool has no core/max growth).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+			m(g, bulkhead.Pool, "max_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers.", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+			m(g, bulkhead.Pool, "core_thread_pool_size", "Pool only, for Resilience4j dashboards: MaxWorkers (a Go pool has no core size).", func(s bulkhead.Stats) float64 { return float64(s.MaxConcurrentCalls) }),
+			m(g, bulkhead.Pool, "active_thread_count", "Pool only, for Resilience4j dashboards: tasks running now.", func(s bulkhead.Stats) float64 { return float64(s.InFlight) }),
+			m(g, bulkhead.Pool, "available_thread_count", "Pool only, for Resilience4j dashboards: workers free now.", func(s bulkhead.Stats) float64 { return float64(s.AvailableConcurrentCalls) }))
 	}
 	if !opts.Histograms {
 		return c, nil
