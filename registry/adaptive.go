@@ -9,15 +9,13 @@ import (
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
-// target is what the registry wants an entry's bulkhead to be: its
-// configuration, and the controller that owns its limit, if any.
+// target is what the registry wants an entry's bulkhead to be.
 type target struct {
 	cfg spec     // as configured
 	ctl *control // nil without an adaptive block
 }
 
-// control is an adaptive controller the registry attached to a bulkhead;
-// entry.sync applies its limit with the registry's other fields.
+// control is an adaptive controller that owns a bulkhead's limit.
 type control struct {
 	cfg   adaptive.Config
 	c     *adaptive.Controller
@@ -25,9 +23,8 @@ type control struct {
 	unsub func()       // its subscription to the bulkhead's events (r.mu)
 }
 
-// newControl returns the controller sp gives e's bulkhead: none without an
-// adaptive block, cur while the block stays the same, else a new one,
-// neither applied nor subscribed (attach does).
+// newControl returns the controller sp gives e's bulkhead: none, cur while
+// the adaptive block stays the same, or a new one (attach subscribes it).
 func newControl(e *entry, sp spec, cur *control) (*control, error) {
 	switch {
 	case sp.Adaptive == nil:

@@ -10,13 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// MetricsOptions chooses what [Registry.RegisterMetrics] exports. The zero
-// value exports the gauges and counters under the bulkhead_ prefix, without
-// histograms.
+// MetricsOptions chooses what [Registry.RegisterMetrics] exports; the zero
+// value exports the gauges and counters named bulkhead_*, no histograms.
 type MetricsOptions struct {
 	// Resilience4jNames exports the series as Resilience4j's Micrometer
-	// binders do (prefix resilience4j_bulkhead_, thread-pool gauges), so
-	// that dashboards built for them keep working (docs/metrics.md).
+	// binders name them, for their dashboards (docs/metrics.md).
 	Resilience4jNames bool
 	// Histograms adds histograms of the time calls waited (by outcome) and
 	// ran. With it on, every call builds an event and reads the clock.

@@ -12,10 +12,9 @@ import (
 )
 
 // Config is a registry's configuration, built in code or read with [Load]
-// or [LoadFile]: with Strict an unlisted name is [ErrNotConfigured], and
-// RecordEvents keeps recent events for the Handler. A nil field is inherited
-// from the BaseConfig chain (or "default"), then the kind's DefaultConfig()
-// (docs/configuration.md).
+// or [LoadFile] (docs/configuration.md). A nil field is inherited from the
+// BaseConfig chain (or "default"), then the kind's DefaultConfig(); Strict
+// makes an unlisted name [ErrNotConfigured].
 type Config = config.Config
 
 // SemaphoreSpec configures a semaphore or a shared semaphore configuration
@@ -38,11 +37,10 @@ type Extras = config.Extras
 // profile and a message naming the entry, field and value.
 type ConfigError = config.Error
 
-// Load reads the resilience4j.bulkhead and resilience4j.thread-pool-bulkhead
-// sections of a Spring Boot YAML file (at most 4 MiB) as Spring binds them,
-// with profiles and placeholders (docs/configuration.md). An unknown key, a
-// bad value or a file that configures nothing is an error joining up to 20
-// [*ConfigError].
+// Load reads the resilience4j sections of a Spring Boot YAML file (at most
+// 4 MiB) as Spring binds them, with profiles and placeholders
+// (docs/configuration.md). An unknown key, a bad value or a file that
+// configures nothing is an error joining up to 20 [*ConfigError].
 func Load(r io.Reader) (Config, error) {
 	if r == nil {
 		panic("registry: Load called with a nil io.Reader")
@@ -62,8 +60,7 @@ func LoadFile(path string) (Config, error) {
 	return c, err
 }
 
-// spec is what a configuration resolves for one bulkhead: the config of its
-// kind (the other unused) and the rest.
+// spec is what a configuration resolves for one bulkhead (sem or pool by kind).
 type spec struct {
 	sem  semaphore.Config
 	pool pool.Config
@@ -97,8 +94,7 @@ func (sp spec) withLimit(n int) spec {
 	return sp
 }
 
-func newBulkhead(k key, sp spec, n int) (handle, error) {
-	sp = sp.withLimit(n)
+func newBulkhead(k key, sp spec) (handle, error) {
 	switch {
 	case sp.KeyedPool != nil:
 		return pool.NewKeyed[string](k.name, *sp.KeyedPool)

@@ -21,12 +21,11 @@ type reloads struct {
 }
 
 // Follow applies the file at path, read as [LoadFile] reads it, with
-// [Registry.Reconfigure], then again every every until ctx ends whenever
-// its content (not its modification time) changed, all or nothing. It
-// blocks, starting no goroutine (run it in one), and returns at once with
-// the first read's or apply's error. A later file that is missing, empty or
-// invalid, or that no longer lists an instance in use, is refused and the
-// running configuration stays (docs/configuration.md, "Following a file").
+// [Registry.Reconfigure], then every every until ctx ends whenever its
+// content (not its modification time) changed, all or nothing. It blocks,
+// starting no goroutine, and returns at once with the first read's or
+// apply's error. A later file that is missing, empty, invalid or drops an
+// instance in use keeps the running configuration (docs/configuration.md).
 func (r *Registry) Follow(ctx context.Context, path string, every time.Duration) error {
 	if ctx == nil {
 		panic("registry: Follow called with a nil Context")

@@ -13,8 +13,7 @@ import (
 	"github.com/bulkhead-go/bulkhead/semaphore"
 )
 
-// The status document. Its JSON names are part of the API (documented in
-// docs/metrics.md); the Go types are not.
+// The status document: its JSON names are part of the API (docs/metrics.md).
 type status struct {
 	Instances []instanceStatus `json:"instances"`
 	Reload    *reloads         `json:"reload,omitempty"`
@@ -81,10 +80,8 @@ type statusEvent struct {
 	Run     string    `json:"run,omitempty"`
 }
 
-// outcome is the fixed word for an event's outcome, never an error's text:
-// "rejected" (as the histograms' outcome label says), "cancelled",
-// "deadline-exceeded", "closed" or "other" (cancelled), "success", "error"
-// or "panic" (finished), "" otherwise.
+// outcome is the fixed word for an event's outcome (docs/metrics.md), never
+// an error's text.
 func outcome(e *bulkhead.Event) string {
 	switch e.Type {
 	case bulkhead.EventRejected:
@@ -122,18 +119,16 @@ func configOf(b handle) statusConfig {
 		return statusConfig{MaxConcurrentCalls: c.MaxConcurrentCalls, PerKey: c.PerKey.MaxConcurrentCalls, MaxActiveKeys: c.MaxActiveKeys,
 			MaxWaitDuration: c.PerKey.MaxWaitDuration.String()}
 	case *pool.Bulkhead:
-		return poolStatus(b.Config())
+		return poolStatus(b.Config(), 0, 0)
 	case *pool.Keyed[string]:
 		c := b.Config()
-		st := poolStatus(c.Config)
-		st.MaxRunningPerKey, st.QueueCapPerKey = c.MaxRunningPerKey, c.QueueCapacityPerKey
-		return st
+		return poolStatus(c.Config, c.MaxRunningPerKey, c.QueueCapacityPerKey)
 	}
 	return statusConfig{}
 }
 
-func poolStatus(c pool.Config) statusConfig {
-	return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity,
+func poolStatus(c pool.Config, runningPerKey, queuePerKey int) statusConfig {
+	return statusConfig{MaxWorkers: c.MaxWorkers, QueueCapacity: &c.QueueCapacity, MaxRunningPerKey: runningPerKey, QueueCapPerKey: queuePerKey,
 		QueueTimeout: c.QueueTimeout.String(), KeepAlive: c.KeepAlive.String()}.
 		withLine(c.MaxWaitingCalls, c.MinDeadlineSlack, c.QueueOrder, c.LIFOThreshold, c.CoDel)
 }
@@ -182,8 +177,7 @@ func statusOf(e *entry) instanceStatus {
 // Handler returns an http.Handler that serves as JSON every bulkhead's
 // configuration, statistics, controller state and recent events (with
 // Config.RecordEvents), and what Follow did; ?name=x (and ?kind=semaphore or
-// pool) picks bulkheads, 404 if none. It never shows an error's text but
-// Follow's last.
+// pool) picks bulkheads. It never shows an error's text but Follow's last.
 func (r *Registry) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodGet && req.Method != http.MethodHead {

@@ -118,7 +118,7 @@ thread-pool-bulkhead:
 }
 
 func TestRingKeepsNewest(t *testing.T) {
-	rg := newRing(3)
+	rg := &ring{buf: make([]record, 3)}
 	for i := range 7 {
 		rg.add(&bulkhead.Event{Wait: time.Duration(i)})
 	}
@@ -199,7 +199,7 @@ func TestHandlerRevealsNoSecrets(t *testing.T) {
 // error, so an error's text (or a panic's stack) can neither be shown nor
 // be kept alive by the ring.
 func TestRingKeepsNoError(t *testing.T) {
-	rg := newRing(4)
+	rg := &ring{buf: make([]record, 4)}
 	type secretError struct{ text, stack string }
 	e := &secretError{text: "password=hunter2", stack: strings.Repeat("goroutine 1 [running]\n", 100)}
 	w := weak.Make(e)

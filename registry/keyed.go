@@ -8,9 +8,9 @@ import (
 )
 
 // KeyedCollector returns an unchecked prometheus.Collector over keyed
-// bulkheads made in code, with the series RegisterMetrics exports for the
-// registry's keyed bulkheads (no key label: keys are often user ids). Their
-// names must differ from the registry's; opts.Histograms is an error.
+// bulkheads made in code, with the series RegisterMetrics exports for keyed
+// bulkheads (no key label). Their names must differ from the registry's;
+// opts.Histograms is an error.
 func KeyedCollector(opts MetricsOptions, ks ...bulkhead.KeyedInstance) (prometheus.Collector, error) {
 	if opts.Histograms {
 		return nil, fmt.Errorf("registry: KeyedCollector: MetricsOptions.Histograms is not supported for keyed bulkheads")

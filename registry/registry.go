@@ -23,8 +23,7 @@ import (
 var ErrNotConfigured = errors.New("registry: no such bulkhead in the configuration")
 
 // Registry holds named bulkheads, a namespace per kind, and is safe for
-// concurrent use. A bulkhead with an Adaptive block gets a controller that
-// owns its limit (docs/adaptive.md).
+// concurrent use; an Adaptive block gives one a controller (docs/adaptive.md).
 type Registry struct {
 	mu         sync.Mutex
 	res        *config.Resolved // the configuration, resolved
@@ -109,7 +108,7 @@ func newEntry(k key, sp spec) (*entry, error) {
 	if err == nil {
 		t := &target{cfg: sp, ctl: ctl}
 		e.target.Store(t)
-		e.b, err = newBulkhead(k, sp, t.limit())
+		e.b, err = newBulkhead(k, sp.withLimit(t.limit()))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("registry: %s %q: %w", k.kind, k.name, err)
@@ -117,8 +116,8 @@ func newEntry(k key, sp spec) (*entry, error) {
 	return e, nil
 }
 
-// createListed creates the instances res lists that r does not hold, without
-// adding them; on error it returns them for closePools.
+// createListed creates, without adding them, the instances res lists that r
+// does not hold; on error it returns them for closePools.
 func (r *Registry) createListed(res *config.Resolved) ([]*entry, error) {
 	var created []*entry
 	for _, k := range kinds {
@@ -235,9 +234,8 @@ func get[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, er
 }
 
 // Semaphore returns the semaphore bulkhead called name, creating it (once)
-// from its configuration, "default" or semaphore.DefaultConfig, unless
-// Config.Strict makes an unlisted name [ErrNotConfigured]. After Close it
-// fails with bulkhead.ErrClosed.
+// from its configuration, "default" or semaphore.DefaultConfig; after Close
+// it fails with bulkhead.ErrClosed.
 func (r *Registry) Semaphore(name string) (*semaphore.Bulkhead, error) {
 	return get[*semaphore.Bulkhead](r, bulkhead.Semaphore, name, false)
 }
@@ -380,8 +378,8 @@ type change struct {
 	t *target
 }
 
-// planLocked returns what res changes for r's entries and the listed
-// instances it creates, or why res cannot replace r's configuration.
+// planLocked returns what res changes for r's entries and the instances it
+// creates, or why res cannot replace r's configuration.
 func (r *Registry) planLocked(res *config.Resolved, keep bool) (plan []change, created []*entry, err error) {
 	if r.closed {
 		return nil, nil, fmt.Errorf("registry: reconfigure: %w", bulkhead.ErrClosed)
@@ -419,7 +417,7 @@ func (r *Registry) planLocked(res *config.Resolved, keep bool) (plan []change, c
 func (r *Registry) setRingLocked(e *entry) {
 	var next *ring
 	if size := e.target.Load().cfg.Buffer; r.recording && size > 0 {
-		next = newRing(size)
+		next = &ring{buf: make([]record, size)}
 		if old := e.ring.Load(); old != nil {
 			for _, rec := range old.records() {
 				next.put(rec)

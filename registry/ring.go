@@ -26,8 +26,6 @@ type ring struct {
 	full bool
 }
 
-func newRing(n int) *ring { return &ring{buf: make([]record, n)} }
-
 // add records e, with no allocation.
 func (r *ring) add(e *bulkhead.Event) {
 	r.put(record{typ: e.Type, outcome: outcome(e), at: e.Time, wait: e.Wait, run: e.Run})
