@@ -78,9 +78,13 @@ var labels = []string{"name", "kind"}
 
 func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 	c := &collector{r: r}
+	// Under Resilience4jNames, the series Micrometer's binders emit for one
+	// kind only are emitted for it only: a semaphore and a pool that share a
+	// name then give dashboards that sum by name one series each, not two.
 	prefix := "bulkhead_"
+	var semaphoreOnly, poolOnly bulkhead.Kind // 0: both kinds
 	if opts.Resilience4jNames {
-		prefix = "resilience4j_bulkhead_"
+		prefix, semaphoreOnly, poolOnly = "resilience4j_bulkhead_", bulkhead.Semaphore, bulkhead.Pool
 	}
 	m := func(t prometheus.ValueType, only bulkhead.Kind, name, help string, val func(s bulkhead.Stats) float64) metricDesc {
 		return metricDesc{desc: prometheus.NewDesc(prefix+name, help, labels, nil), typ: t, only: only, val: val}
@@ -90,13 +94,6 @@ func newCollector(r *Registry, opts MetricsOptions) (*collector, error) {
 	}
 	sm := func(t prometheus.ValueType, only bulkhead.Kind, name, help string, shadow func(s bulkhead.ShadowStats) float64) metricDesc {
 		return metricDesc{desc: prometheus.NewDesc(prefix+"shadow_"+name, help, labels, nil), typ: t, only: only, shadow: shadow}
-	}
-	// Under Resilience4jNames, the series Micrometer's binders emit for one
-	// kind only are emitted for it only: a semaphore and a pool that share a
-	// name then give dashboards that sum by name one series each, not two.
-	var semaphoreOnly, poolOnly bulkhead.Kind // 0: both kinds
-	if opts.Resilience4jNames {
-		semaphoreOnly, poolOnly = bulkhead.Semaphore, bulkhead.Pool
 	}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	c.metrics = []metricDesc{

@@ -12,29 +12,32 @@ import (
 )
 
 // Config is a registry's configuration, built in code or read with [Load]
-// or [LoadFile] (docs/configuration.md). A nil field is inherited from the
-// BaseConfig chain (or "default"), then the kind's DefaultConfig(); Strict
-// makes an unlisted name [ErrNotConfigured].
+// or [LoadFile]: SemaphoreConfigs and PoolConfigs (shared, by name),
+// Semaphores and Pools (the instances New creates), Strict (an unlisted name
+// is [ErrNotConfigured]), RecordEvents (keep recent events for the Handler)
+// and Warnings (what Load does not do as Spring would). A nil field is
+// inherited from the BaseConfig chain (or "default"), then the kind's
+// DefaultConfig(); docs/configuration.md has the details.
 type Config = config.Config
 
 // SemaphoreSpec configures a semaphore or a shared semaphore configuration
-// (docs/configuration.md has its fields).
+// (docs/configuration.md lists its fields and their keys).
 type SemaphoreSpec = config.SemaphoreSpec
 
 // PoolSpec configures a pool or a shared pool configuration
-// (docs/configuration.md, docs/pool.md).
+// (docs/configuration.md lists its fields and their keys).
 type PoolSpec = config.PoolSpec
 
 // Line is the shedding rules of a bulkhead's line of waiters, each field
-// inherited on its own (docs/shedding.md).
+// inherited on its own (docs/configuration.md, docs/shedding.md).
 type Line = config.Line
 
 // Extras is a semaphore's Priorities, Shadow and Observe, inside
 // SemaphoreSpec (docs/priorities.md, docs/semaphore.md).
 type Extras = config.Extras
 
-// ConfigError is one problem of a configuration: its file, line, path,
-// profile and a message naming the entry, field and value.
+// ConfigError is one problem of a configuration: its File, Line, Path,
+// Profile and a Msg naming the entry, field and value.
 type ConfigError = config.Error
 
 // Load reads the resilience4j sections of a Spring Boot YAML file (at most

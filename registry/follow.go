@@ -35,9 +35,7 @@ func (r *Registry) Follow(ctx context.Context, path string, every time.Duration)
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	// The digests of what the running configuration was read from ("" before
-	// the first read) and of what the last read found.
-	var running, seen string
+	var running, seen string // digests of the running configuration's files ("" at first) and of the last read
 	for {
 		cfg, srcs, err := config.LoadFile(path, os.LookupEnv)
 		found := digest(srcs, err)

@@ -181,12 +181,12 @@ func (r *Registry) enqueueLocked(t EntryEventType, e *entry) {
 // no lock held, unless another goroutine is delivering them.
 func (r *Registry) deliver() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.delivering {
-		r.mu.Unlock()
 		return
 	}
 	r.delivering = true
-	defer func() { r.delivering = false; r.mu.Unlock() }() // also after a panic
+	defer func() { r.delivering = false }() // also after a panic
 	for len(r.pending) > 0 {
 		ev := r.pending[0]
 		r.pending = r.pending[1:]
@@ -292,34 +292,34 @@ func (r *Registry) sortedLocked() []*entry {
 }
 
 // Remove takes the named bulkhead out of the registry and returns it to the
-// caller, who owns it: nothing the registry does changes it afterwards.
+// caller, who owns (and closes) it: nothing the registry does changes it
+// after Remove returns.
 func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool) {
 	r.mu.Lock()
 	e, ok := r.entries[key{k, name}]
-	if ok {
-		delete(r.entries, e.key)
-		e.stopListening()
-		for _, c := range r.collectors {
-			c.unwatch(e)
-		}
-		e.removed.Store(true)
-		e.control().detach()
-		r.enqueueLocked(EntryRemoved, e)
-	}
-	r.mu.Unlock()
 	if !ok {
+		r.mu.Unlock()
 		return nil, false
 	}
+	delete(r.entries, e.key)
+	e.stopListening()
+	for _, c := range r.collectors {
+		c.unwatch(e)
+	}
+	e.removed.Store(true)
+	e.control().detach()
+	r.enqueueLocked(EntryRemoved, e)
+	r.mu.Unlock()
 	_, _ = e.sync() // through the bulkhead's lock: an apply under way has landed
 	r.deliver()
 	return e.b, true
 }
 
 // Reconfigure makes a valid cfg the configuration: every live bulkhead gets
-// the limits cfg resolves for its name, and listed instances are created;
-// an invalid cfg changes nothing. The only later error is a pool refusing a
-// new KeepAlive, which keeps its old limits. Concurrent calls end with the
-// last installed configuration everywhere.
+// the limits cfg resolves for its name ("default" if no longer listed), and
+// listed instances are created; an invalid cfg changes nothing. The only
+// later error is a pool refusing a new KeepAlive, which keeps its old limits.
+// Concurrent calls end with the last installed configuration everywhere.
 func (r *Registry) Reconfigure(cfg Config) error { return r.reconfigure(cfg, false) }
 
 // reconfigure is Reconfigure; with keep, it refuses a configuration that
