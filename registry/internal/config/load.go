@@ -157,8 +157,8 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 		}
 		ld.bindDoc(d)
 	}
-	ld.cfg.SemaphoreConfigs, ld.cfg.Semaphores = ld.sem.bind(ld)
-	ld.cfg.PoolConfigs, ld.cfg.Pools = ld.pool.bind(ld)
+	bind(ld, ld.sem, &ld.cfg.SemaphoreConfigs, &ld.cfg.Semaphores, (*SemaphoreSpec).bind)
+	bind(ld, ld.pool, &ld.cfg.PoolConfigs, &ld.cfg.Pools, (*PoolSpec).bind)
 	if len(ld.l.errs) == 0 && len(ld.cfg.SemaphoreConfigs)+len(ld.cfg.Semaphores)+len(ld.cfg.PoolConfigs)+len(ld.cfg.Pools) == 0 {
 		msg := "the file configures no bulkhead: expected resilience4j.bulkhead or resilience4j.thread-pool-bulkhead with configs or instances"
 		if ld.hint != "" {
