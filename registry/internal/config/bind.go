@@ -344,77 +344,69 @@ func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 	return v, true, err
 }
 
-// read returns v read by parse, or nil (and an error on v) if it cannot;
-// parse returns why it refuses a value.
-func read[T any](v *value, want string, parse func(s string) (T, string)) *T {
+// read returns v read by parse, or nil (and an error on v naming mustBe,
+// or the range) if parse fails.
+func read[T any](v *value, want, mustBe string, parse func(s string) (T, error)) *T {
 	s, ok := v.scalar(want)
 	if !ok {
 		return nil
 	}
-	x, bad := parse(s)
-	if bad != "" {
-		v.fail("%s", bad)
-		return nil
+	switch x, err := parse(s); {
+	case err == nil:
+		return &x
+	case errors.Is(err, strconv.ErrRange):
+		v.fail("is out of range, got %s", s)
+	case errors.Is(err, errRange):
+		v.fail("is out of range, got %q (the largest duration is about 292 years)", s)
+	default:
+		v.fail("must be %s, got %q", mustBe, s)
 	}
-	return &x
+	return nil
 }
 
-// bad is why a value is refused if err is not nil.
-func bad(err error, why string) string { return map[bool]string{true: why}[err != nil] }
-
 func (v *value) int() *int {
-	return read(v, "an integer", func(s string) (int, string) {
+	return read(v, "an integer", "an integer", func(s string) (int, error) {
 		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 32)
-		if errors.Is(err, strconv.ErrRange) {
-			return 0, "is out of range, got " + s
-		}
-		return int(n), bad(err, fmt.Sprintf("must be an integer, got %q", s))
+		return int(n), err
 	})
 }
 
 func (v *value) duration() *time.Duration {
-	return read(v, "a duration", func(s string) (time.Duration, string) {
-		d, err := parseDuration(s)
-		if errors.Is(err, errRange) {
-			return 0, fmt.Sprintf("is out of range, got %q (the largest duration is about 292 years)", s)
-		}
-		return d, bad(err, fmt.Sprintf("must be a duration such as 500ms, 2s, PT2S or a number of milliseconds, got %q", s))
-	})
+	return read(v, "a duration", "a duration such as 500ms, 2s, PT2S or a number of milliseconds", parseDuration)
 }
 
 func (v *value) number() *float64 {
-	return read(v, "a number", func(s string) (float64, string) {
+	return read(v, "a number", "a finite number", func(s string) (float64, error) {
 		f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
-		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
-			err = errRange
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, strconv.ErrSyntax // not a finite number
 		}
-		return f, bad(err, fmt.Sprintf("must be a finite number, got %q", s))
+		return f, nil
 	})
 }
 
 func (v *value) str() *string {
-	return read(v, "a string", func(s string) (string, string) { return s, "" })
+	return read(v, "a string", "", func(s string) (string, error) { return s, nil })
 }
 
 func (v *value) boolean() *bool {
-	return read(v, "true or false", func(s string) (bool, string) {
-		b, err := strconv.ParseBool(strings.ToLower(s))
+	return read(v, "true or false", "true or false", func(s string) (bool, error) {
 		if len(s) < 4 { // not 1, 0, t or f
-			err = strconv.ErrSyntax
+			return false, strconv.ErrSyntax
 		}
-		return b, bad(err, fmt.Sprintf("must be true or false, got %q", s))
+		return strconv.ParseBool(strings.ToLower(s))
 	})
 }
 
 // queueOrder reads fifo, lifo or adaptiveLifo, in any case.
 func (v *value) queueOrder() *bulkhead.QueueOrder {
-	return read(v, "fifo, lifo or adaptiveLifo", func(s string) (bulkhead.QueueOrder, string) {
+	return read(v, "fifo, lifo or adaptiveLifo", "fifo, lifo or adaptiveLifo", func(s string) (bulkhead.QueueOrder, error) {
 		for o := bulkhead.FIFO; o <= bulkhead.AdaptiveLIFO; o++ {
 			if strings.EqualFold(strings.ReplaceAll(s, "-", ""), o.String()) {
-				return o, ""
+				return o, nil
 			}
 		}
-		return 0, fmt.Sprintf("must be fifo, lifo or adaptiveLifo, got %q", s)
+		return 0, strconv.ErrSyntax
 	})
 }
 
