@@ -35,14 +35,6 @@ func newLoader(env Env) *loader {
 		pool:   newBinder("pool", poolKeys, func(k string, v *value) { new(PoolSpec).bind(k, v) })}
 }
 
-// locate tells where an entry's field was set.
-func (ld *loader) locate(k string, shared bool, name, key string) where {
-	if k == "pool" {
-		return ld.pool.locate(shared, name, key)
-	}
-	return ld.sem.locate(shared, name, key)
-}
-
 // bindDoc classifies each bulkhead property of an active document as a field of an entry.
 func (ld *loader) bindDoc(d *document) {
 	ld.sem.seen, ld.sem.conts = map[tkey]int{}, map[tkey]string{}

@@ -1,7 +1,8 @@
-// Package config is the registry's Config, its validation and inheritance,
-// and a loader that reads Spring Boot files as Spring's binder does: one
-// ordered list of properties (flattened key, value, file, line) bound onto
-// Config with relaxed names. Package registry re-exports and documents it.
+// Package config is the registry's Config, its validation and inheritance
+// (spec.go, config.go), and a loader that reads Spring Boot files as
+// Spring's binder does (keys.go, bind.go, props.go, load.go, duration.go):
+// one ordered list of properties (flattened key, value, file, line) bound
+// onto Config with relaxed names. Package registry re-exports and documents it.
 package config
 
 import (

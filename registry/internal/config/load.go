@@ -166,7 +166,9 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 		}
 		ld.l.add(where{}, "%s", msg)
 	}
-	resolve(ld.cfg, &ld.l, ld.locate)
+	resolve(ld.cfg, &ld.l, func(k string, shared bool, name, key string) where {
+		return map[string]*binder{"semaphore": ld.sem, "pool": ld.pool}[k].locate(shared, name, key)
+	})
 	ld.cfg.Warnings = ld.l.warns
 	if len(ld.l.errs) > 0 {
 		return Config{}, ld.l.err()
