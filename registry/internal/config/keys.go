@@ -37,9 +37,6 @@ var (
 		"writableStackTraceEnabled -", "contextPropagators -", "tags -", "adaptive Adaptive"},
 		adaptiveKeys, lineKeys, []string{"priorities.displace Displace", "shadow Shadow"},
 		in("shadow", "maxThreadPoolSize|maxWorkers", "queueCapacity", "maxWaitDuration|queueTimeout"), priorityKeys)
-	// ownKeys are checked on their own: their validity depends on other
-	// fields (a wait, a queue), so the whole Config is checked once resolved.
-	ownKeys = []string{"maxWaitingCalls", "minDeadlineSlack", "queueOrder", "lifoThreshold", "codel", "observe", "priorities.displace", "shadow", "priorities"}
 )
 
 // in returns the keys of a block, with their aliases, prefixed by it.

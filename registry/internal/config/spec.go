@@ -110,6 +110,10 @@ func (l Line) over(b Line) Line {
 		cmp.Or(l.MinDeadlineSlack, b.MinDeadlineSlack), cmp.Or(l.QueueOrder, b.QueueOrder), cmp.Or(l.CoDel, b.CoDel)}
 }
 
+// ownKeys are checked on their own: their validity depends on other fields
+// (a wait, a queue), so the whole Config is checked once resolved.
+var ownKeys = []string{"maxWaitingCalls", "minDeadlineSlack", "queueOrder", "lifoThreshold", "codel", "observe", "priorities.displace", "shadow", "priorities"}
+
 // pick selects the set fields a Spec copies onto its bulkhead's Config.
 type pick struct {
 	only    string // a key: that field only; "": every field
