@@ -139,7 +139,7 @@ func (b *binder) add(ld *loader, p *prop, at int) {
 	what := fmt.Sprintf("%s %q", section(b.kind, shared), name)
 	entry := tkey{shared, name, ""}
 	if prev, ok := b.conts[entry]; ok && prev != normalize(segs[at+1].name) {
-		p.fail(ld, at+2, "%s is given twice (first at line %d)", what, b.locate(shared, name, "").line)
+		p.fail(ld, at+2, "%s is given twice (first at line %d)", what, b.locate(shared, name, "").Line)
 		return
 	}
 	b.conts[entry] = normalize(segs[at+1].name)
@@ -198,7 +198,7 @@ func (b *binder) locate(shared bool, name, key string) where {
 		w = p.at(map[bool]int{true: 3, false: 2}[normalize(p.segs[0].name) == "resilience4j"])
 	}
 	if key != "" {
-		w.path, w.key = w.path+"."+key, key
+		w.Path, w.key = w.Path+"."+key, key
 	}
 	return w
 }

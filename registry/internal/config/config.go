@@ -57,39 +57,36 @@ const (
 	maxReportedName = 10    // known names listed in an error
 )
 
-// where is where a value came from, for errors.
+// where is where a value came from, for errors: an Error but its Msg, the
+// key as spelt, and its file's place among those read.
 type where struct {
-	file, path, key, profile string
-	line, order              int // order: the file's place among those read
-}
-
-// errList collects Errors, with their file's order, and warnings.
-type errList struct {
-	errs  []ordered
-	warns []string
-}
-
-type ordered struct {
-	*Error
+	Error
+	key   string
 	order int
 }
 
+// errList collects the problems found, and warnings.
+type errList struct {
+	errs  []where
+	warns []string
+}
+
 func (l *errList) add(w where, format string, args ...any) {
-	e := &Error{File: w.file, Line: w.line, Path: w.path, Profile: w.profile, Msg: fmt.Sprintf(format, args...)}
-	if len(l.errs) < 50*maxErrors && !slices.ContainsFunc(l.errs, func(o ordered) bool { return *o.Error == *e }) {
-		l.errs = append(l.errs, ordered{e, w.order})
+	w.Msg = fmt.Sprintf(format, args...)
+	if len(l.errs) < 50*maxErrors && !slices.ContainsFunc(l.errs, func(o where) bool { return o.Error == w.Error }) {
+		l.errs = append(l.errs, w)
 	}
 }
 
 // err returns the errors in file and line order (those with no line after
 // their file's), up to maxErrors, joined.
 func (l *errList) err() error {
-	slices.SortStableFunc(l.errs, func(a, b ordered) int {
+	slices.SortStableFunc(l.errs, func(a, b where) int {
 		return cmp.Or(cmp.Compare(a.order, b.order), cmp.Compare(min(b.Line, 1), min(a.Line, 1)), cmp.Compare(a.Line, b.Line))
 	})
 	var errs []error
-	for _, e := range l.errs[:min(len(l.errs), maxErrors)] {
-		errs = append(errs, e.Error)
+	for i := range min(len(l.errs), maxErrors) {
+		errs = append(errs, &l.errs[i].Error)
 	}
 	return errors.Join(errs...)
 }
@@ -105,7 +102,7 @@ func goLocate(k string, shared bool, name, key string) where {
 		key = goName(map[string][]keyInfo{"semaphore": semaphoreKeys, "pool": poolKeys}[k], key)
 		p += "." + key
 	}
-	return where{path: p, key: key}
+	return where{Error: Error{Path: p}, key: key}
 }
 
 func section(k string, shared bool) string {
@@ -213,7 +210,7 @@ func checkCore(s PoolSpec, c pool.Config, e entry) {
 		e.fail("coreThreadPoolSize", "must be between 0 and maxThreadPoolSize (%d), got %d", c.MaxWorkers, *s.CoreWorkers)
 	case s.MaxWorkers == nil:
 		e.l.warns = append(e.l.warns, fmt.Sprintf("pool instance %q: %s %d has no effect: a Go pool starts workers on demand up to maxThreadPoolSize, which is unset here and defaults to %d (GOMAXPROCS) (at %s)",
-			name, w.key, *s.CoreWorkers, c.MaxWorkers, w.path))
+			name, w.key, *s.CoreWorkers, c.MaxWorkers, w.Path))
 	}
 }
 

@@ -67,7 +67,7 @@ func LoadFile(path string, env Env) (Config, []Source, error) {
 	stem := strings.TrimSuffix(path, filepath.Ext(path))
 	for _, p := range profiles {
 		if strings.ContainsAny(p, `/\`) || p == ".." {
-			ld.l.add(where{file: path}, "profile %q cannot name a file beside %s", p, filepath.Base(path))
+			ld.l.add(where{Error: Error{File: path}}, "profile %q cannot name a file beside %s", p, filepath.Base(path))
 			continue
 		}
 		for _, e := range []string{".yaml", ".yml", ".properties"} {
@@ -148,7 +148,7 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 		if ok, err := matches(d.profile, profiles); d.profile == "" || ok {
 			active = append(active, d)
 		} else if err != nil {
-			ld.l.add(where{file: d.file, order: d.order, line: d.line, profile: d.profile}, "spring.config.activate.on-profile: %s", err)
+			ld.l.add(where{Error: Error{File: d.file, Line: d.line, Profile: d.profile}, order: d.order}, "spring.config.activate.on-profile: %s", err)
 		}
 	}
 	for _, d := range active {
