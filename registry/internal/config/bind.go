@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bulkhead-go/bulkhead/pool"
-	"github.com/bulkhead-go/bulkhead/semaphore"
+	"github.com/bulkhead-go/bulkhead"
 )
 
 // loader binds properties onto a Config.
@@ -22,8 +21,8 @@ type loader struct {
 	hint   string           // a top-level key that looks like a misspelt resilience4j
 	typos  map[string]bool  // misspelt sections reported
 	budget int              // bytes placeholders may still produce
-	sem    *binder[SemaphoreSpec, semaphore.Config]
-	pool   *binder[PoolSpec, pool.Config]
+	sem    *binder
+	pool   *binder
 }
 
 func newLoader(env Env) *loader {
@@ -31,15 +30,9 @@ func newLoader(env Env) *loader {
 		env = func(string) (string, bool) { return "", false }
 	}
 	return &loader{env: env, props: map[string]*prop{}, typos: map[string]bool{},
-		budget: MaxFileSize, sem: newBinder(semaphoreKind), pool: newBinder(poolKind)}
-}
-
-// locate tells where an entry's field was set.
-func (ld *loader) locate(k string, shared bool, name, key string) where {
-	if k == "pool" {
-		return ld.pool.locate(shared, name, key)
-	}
-	return ld.sem.locate(shared, name, key)
+		budget: MaxFileSize,
+		sem:    newBinder("semaphore", semaphoreKeys, func(k string, v *value) { new(SemaphoreSpec).bind(k, v) }),
+		pool:   newBinder("pool", poolKeys, func(k string, v *value) { new(PoolSpec).bind(k, v) })}
 }
 
 // bindDoc classifies each bulkhead property of an active document as a field of an entry.
@@ -73,31 +66,32 @@ func (ld *loader) bindDoc(d *document) {
 }
 
 // binder binds the properties of one kind.
-type binder[S spec, C interface{ Validate() error }] struct {
-	k      *kind[S, C]
-	index  map[string]int      // normalized key or alias -> field
-	blocks map[string][]string // normalized block ("" or "adaptive.vegas") -> its keys, as spelt
-	depth  int                 // segments in the longest key
-	win    map[tkey]*prop      // the property that sets each field, later over earlier
+type binder struct {
+	kind   string
+	keys   []keyInfo
+	probe  func(key string, v *value) // binds v onto a Spec thrown away, for its errors
+	index  map[string]int             // normalized key or alias -> its keys index
+	blocks map[string][]string        // normalized block ("" or "adaptive.vegas") -> its keys, as spelt
+	depth  int                        // segments in the longest key
+	win    map[tkey]*prop             // the property that sets each field, later over earlier
 	order  []tkey
 	seen   map[tkey]int    // this document's fields: their line
 	conts  map[tkey]string // this document's entries: their container (instances or backends)
 }
 
-// tkey is a field of an entry (-1: the entry itself).
+// tkey is a field of an entry ("": the entry itself), as keys spells it.
 type tkey struct {
-	shared bool
-	name   string
-	field  int
+	shared    bool
+	name, key string
 }
 
-func newBinder[S spec, C interface{ Validate() error }](k *kind[S, C]) *binder[S, C] {
-	b := &binder[S, C]{k: k, index: map[string]int{}, blocks: map[string][]string{}, win: map[tkey]*prop{}}
-	for i, f := range k.fields {
-		for _, a := range append([]string{f.key}, f.alias...) {
+func newBinder(kind string, keys []keyInfo, probe func(string, *value)) *binder {
+	b := &binder{kind: kind, keys: keys, probe: probe, index: map[string]int{}, blocks: map[string][]string{}, win: map[tkey]*prop{}}
+	for i, f := range keys {
+		for _, a := range append([]string{f.name}, f.alias...) {
 			b.index[normalize(a)] = i
 		}
-		segs := strings.Split(f.key, ".")
+		segs := strings.Split(f.name, ".")
 		b.depth = max(b.depth, len(segs))
 		for j := range segs {
 			blk := normalize(strings.Join(segs[:j], "."))
@@ -110,7 +104,7 @@ func newBinder[S spec, C interface{ Validate() error }](k *kind[S, C]) *binder[S
 }
 
 // add classifies p, whose segment at names the section.
-func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
+func (b *binder) add(ld *loader, p *prop, at int) {
 	segs := p.segs
 	// mapping reports whether segs[n] is a mapping, with an error if not.
 	mapping := func(n int, what string) bool {
@@ -142,10 +136,10 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 		return
 	}
 	name, rest := segs[at+2].name, segs[at+3:]
-	what := fmt.Sprintf("%s %q", section(b.k.name, shared), name)
-	entry := tkey{shared, name, -1}
+	what := fmt.Sprintf("%s %q", section(b.kind, shared), name)
+	entry := tkey{shared, name, ""}
 	if prev, ok := b.conts[entry]; ok && prev != normalize(segs[at+1].name) {
-		p.fail(ld, at+2, "%s is given twice (first at line %d)", what, b.locate(shared, name, "").line)
+		p.fail(ld, at+2, "%s is given twice (first at line %d)", what, b.locate(shared, name, "").Line)
 		return
 	}
 	b.conts[entry] = normalize(segs[at+1].name)
@@ -160,7 +154,9 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 	for ; !known && d > 1; i, known = b.index[normSegs(rest[:d])] {
 		d--
 	}
-	if !known || (d < len(rest) && b.k.fields[i].want == "" && b.k.fields[i].set != nil) {
+	f := b.keys[i]
+	_, block := b.blocks[normalize(f.name)]
+	if !known || (d < len(rest) && block && f.goName != "-") {
 		blk := 0 // the deepest block rest is in
 		for j := min(len(rest)-1, b.depth); j > 0 && blk == 0; j-- {
 			if _, ok := b.blocks[normSegs(rest[:j])]; ok {
@@ -171,11 +167,13 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 		p.fail(ld, at+3+blk, "%s: unknown key %q%s%s%s", what, rest[blk].name, origin(p), in, suggest(normalize(rest[blk].name), b.blocks[normSegs(rest[:blk])]))
 		return
 	}
-	f, t := b.k.fields[i], tkey{shared, name, i}
+	t := tkey{shared, name, f.name}
 	switch line, dup := b.seen[t]; {
-	case f.set == nil: // accepted, no effect
-	case d < len(rest):
-		p.fail(ld, len(segs)-1, "%s: %s must be %s, got %s", what, joinSegs(rest[:d]), f.want, map[bool]string{true: "a list", false: "a mapping"}[rest[d].index])
+	case f.goName == "-": // accepted, no effect
+	case d < len(rest): // a value's key with keys below it
+		q := *p
+		q.kind = map[bool]uint8{true: emptyList, false: emptyMap}[rest[d].index]
+		b.probe(f.name, &value{ld: ld, p: &q, what: what, key: joinSegs(rest[:d])})
 	case dup && !p.merged:
 		p.fail(ld, len(segs)-1, "%s: %s is given twice (first at line %d)", what, joinSegs(rest), line)
 	case !dup:
@@ -186,9 +184,8 @@ func (b *binder[S, C]) add(ld *loader, p *prop, at int) {
 
 // locate tells where an entry's field was set: at the property that won
 // it, or else in its block, or in the entry, from the entry's first property.
-func (b *binder[S, C]) locate(shared bool, name, key string) where {
-	i := slices.IndexFunc(b.k.fields, func(f field[S, C]) bool { return f.key == key })
-	if p, ok := b.win[tkey{shared, name, i}]; ok && i >= 0 {
+func (b *binder) locate(shared bool, name, key string) where {
+	if p, ok := b.win[tkey{shared, name, key}]; ok && key != "" {
 		w := p.where()
 		w.key = joinSegs(p.segs[len(p.segs)-strings.Count(key, ".")-1:])
 		return w
@@ -197,16 +194,16 @@ func (b *binder[S, C]) locate(shared bool, name, key string) where {
 		return b.locate(shared, name, block)
 	}
 	var w where
-	if p := b.win[tkey{shared, name, -1}]; p != nil { // the section, configs, the name
+	if p := b.win[tkey{shared, name, ""}]; p != nil { // the section, configs, the name
 		w = p.at(map[bool]int{true: 3, false: 2}[normalize(p.segs[0].name) == "resilience4j"])
 	}
 	if key != "" {
-		w.path, w.key = w.path+"."+key, key
+		w.Path, w.key = w.Path+"."+key, key
 	}
 	return w
 }
 
-func (b *binder[S, C]) set(t tkey, p *prop) {
+func (b *binder) set(t tkey, p *prop) {
 	if _, ok := b.win[t]; !ok {
 		b.order = append(b.order, t)
 	}
@@ -217,27 +214,21 @@ func origin(p *prop) string {
 	return map[bool]string{true: " (brought in by a merge key <<)"}[p.merged]
 }
 
-// bind sets every field from the property that won it.
-func (b *binder[S, C]) bind(ld *loader) (configs, instances map[string]S) {
-	specs := map[bool]map[string]S{}
+// bind sets every field from the property that won it, in the maps of
+// configs and instances.
+func bind[S any](ld *loader, b *binder, configs, instances *map[string]S, set func(*S, string, *value)) {
 	for _, t := range b.order {
-		if specs[t.shared] == nil {
-			specs[t.shared] = map[string]S{}
+		m := map[bool]*map[string]S{true: configs, false: instances}[t.shared]
+		if *m == nil {
+			*m = map[string]S{}
 		}
-		s := specs[t.shared][t.name]
-		if t.field >= 0 {
-			p, f := b.win[t], b.k.fields[t.field]
-			w := b.locate(t.shared, t.name, f.key)
-			v := &value{ld: ld, p: p, what: fmt.Sprintf("%s %q", section(b.k.name, t.shared), t.name), key: w.key}
-			if f.want == "" && p.kind == null { // a block as a whole: adaptive: {}
-				v.fail("has no value; give a mapping (%s: {} for every default) or remove the key", w.key)
-			} else if f.want != "" || v.is(emptyMap, "a mapping of keys to values") {
-				f.set(&s, v)
-			}
+		s := (*m)[t.name]
+		if t.key != "" {
+			v := &value{ld: ld, p: b.win[t], what: fmt.Sprintf("%s %q", section(b.kind, t.shared), t.name), key: b.locate(t.shared, t.name, t.key).key}
+			set(&s, t.key, v)
 		}
-		specs[t.shared][t.name] = s
+		(*m)[t.name] = s
 	}
-	return specs[true], specs[false]
 }
 
 // value is a property's value, read with errors that name it.
@@ -345,54 +336,80 @@ func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 	return v, true, err
 }
 
-// parse reads v, reporting false (and an error on v) if it cannot.
-func (p parser[T]) parse(v *value) (T, bool) {
-	var x T
-	s, ok := v.scalar(p.want)
+// read returns v read by parse, or nil (and an error on v naming mustBe,
+// or the range) if parse fails.
+func read[T any](v *value, want, mustBe string, parse func(s string) (T, error)) *T {
+	s, ok := v.scalar(want)
 	if !ok {
-		return x, false
+		return nil
 	}
-	x, bad := p.read(s)
-	if bad != "" {
-		v.fail("%s", bad)
+	switch x, err := parse(s); {
+	case err == nil:
+		return &x
+	case errors.Is(err, strconv.ErrRange):
+		v.fail("is out of range, got %s", s)
+	case errors.Is(err, errRange):
+		v.fail("is out of range, got %q (the largest duration is about 292 years)", s)
+	default:
+		v.fail("must be %s, got %q", mustBe, s)
 	}
-	return x, bad == ""
+	return nil
 }
 
-// bad is why a value is refused if err is not nil.
-func bad(err error, why string) string { return map[bool]string{true: why}[err != nil] }
-
-var (
-	integer = parser[int]{want: "an integer", read: func(s string) (int, string) {
+func (v *value) int() *int {
+	return read(v, "an integer", "an integer", func(s string) (int, error) {
 		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 32)
-		if errors.Is(err, strconv.ErrRange) {
-			return 0, "is out of range, got " + s
-		}
-		return int(n), bad(err, fmt.Sprintf("must be an integer, got %q", s))
-	}}
-	duration = parser[time.Duration]{want: "a duration", read: func(s string) (time.Duration, string) {
-		d, err := parseDuration(s)
-		if errors.Is(err, errRange) {
-			return 0, fmt.Sprintf("is out of range, got %q (the largest duration is about 292 years)", s)
-		}
-		return d, bad(err, fmt.Sprintf("must be a duration such as 500ms, 2s, PT2S or a number of milliseconds, got %q", s))
-	}}
-	number = parser[float64]{want: "a number", read: func(s string) (float64, string) {
+		return int(n), err
+	})
+}
+
+func (v *value) duration() *time.Duration {
+	return read(v, "a duration", "a duration such as 500ms, 2s, PT2S or a number of milliseconds", parseDuration)
+}
+
+func (v *value) number() *float64 {
+	return read(v, "a number", "a finite number", func(s string) (float64, error) {
 		f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
-		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
-			err = errRange
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, strconv.ErrSyntax // not a finite number
 		}
-		return f, bad(err, fmt.Sprintf("must be a finite number, got %q", s))
-	}}
-	str     = parser[string]{want: "a string", read: func(s string) (string, string) { return s, "" }}
-	boolean = parser[bool]{want: "true or false", read: func(s string) (bool, string) {
-		b, err := strconv.ParseBool(strings.ToLower(s))
+		return f, nil
+	})
+}
+
+func (v *value) str() *string {
+	return read(v, "a string", "", func(s string) (string, error) { return s, nil })
+}
+
+func (v *value) boolean() *bool {
+	return read(v, "true or false", "true or false", func(s string) (bool, error) {
 		if len(s) < 4 { // not 1, 0, t or f
-			err = strconv.ErrSyntax
+			return false, strconv.ErrSyntax
 		}
-		return b, bad(err, fmt.Sprintf("must be true or false, got %q", s))
-	}}
-)
+		return strconv.ParseBool(strings.ToLower(s))
+	})
+}
+
+// queueOrder reads fifo, lifo or adaptiveLifo, in any case.
+func (v *value) queueOrder() *bulkhead.QueueOrder {
+	return read(v, "fifo, lifo or adaptiveLifo", "fifo, lifo or adaptiveLifo", func(s string) (bulkhead.QueueOrder, error) {
+		for o := bulkhead.FIFO; o <= bulkhead.AdaptiveLIFO; o++ {
+			if strings.EqualFold(strings.ReplaceAll(s, "-", ""), o.String()) {
+				return o, nil
+			}
+		}
+		return 0, strconv.ErrSyntax
+	})
+}
+
+// name reads a baseConfig.
+func (v *value) name() string {
+	x, ok := v.scalar("a config name")
+	if ok && x == "" {
+		v.fail("must name a config, got %q", v.p.value)
+	}
+	return x
+}
 
 // suggest returns ` (did you mean "x"?)` for the known key nearest to nk,
 // or the list of known keys when none is near.

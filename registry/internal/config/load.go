@@ -67,7 +67,7 @@ func LoadFile(path string, env Env) (Config, []Source, error) {
 	stem := strings.TrimSuffix(path, filepath.Ext(path))
 	for _, p := range profiles {
 		if strings.ContainsAny(p, `/\`) || p == ".." {
-			ld.l.add(where{file: path}, "profile %q cannot name a file beside %s", p, filepath.Base(path))
+			ld.l.add(where{Error: Error{File: path}}, "profile %q cannot name a file beside %s", p, filepath.Base(path))
 			continue
 		}
 		for _, e := range []string{".yaml", ".yml", ".properties"} {
@@ -148,7 +148,7 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 		if ok, err := matches(d.profile, profiles); d.profile == "" || ok {
 			active = append(active, d)
 		} else if err != nil {
-			ld.l.add(where{file: d.file, order: d.order, line: d.line, profile: d.profile}, "spring.config.activate.on-profile: %s", err)
+			ld.l.add(where{Error: Error{File: d.file, Line: d.line, Profile: d.profile}, order: d.order}, "spring.config.activate.on-profile: %s", err)
 		}
 	}
 	for _, d := range active {
@@ -157,8 +157,8 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 		}
 		ld.bindDoc(d)
 	}
-	ld.cfg.SemaphoreConfigs, ld.cfg.Semaphores = ld.sem.bind(ld)
-	ld.cfg.PoolConfigs, ld.cfg.Pools = ld.pool.bind(ld)
+	bind(ld, ld.sem, &ld.cfg.SemaphoreConfigs, &ld.cfg.Semaphores, (*SemaphoreSpec).bind)
+	bind(ld, ld.pool, &ld.cfg.PoolConfigs, &ld.cfg.Pools, (*PoolSpec).bind)
 	if len(ld.l.errs) == 0 && len(ld.cfg.SemaphoreConfigs)+len(ld.cfg.Semaphores)+len(ld.cfg.PoolConfigs)+len(ld.cfg.Pools) == 0 {
 		msg := "the file configures no bulkhead: expected resilience4j.bulkhead or resilience4j.thread-pool-bulkhead with configs or instances"
 		if ld.hint != "" {
@@ -166,7 +166,9 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 		}
 		ld.l.add(where{}, "%s", msg)
 	}
-	resolve(ld.cfg, &ld.l, ld.locate)
+	resolve(ld.cfg, &ld.l, func(k string, shared bool, name, key string) where {
+		return map[string]*binder{"semaphore": ld.sem, "pool": ld.pool}[k].locate(shared, name, key)
+	})
 	ld.cfg.Warnings = ld.l.warns
 	if len(ld.l.errs) > 0 {
 		return Config{}, ld.l.err()

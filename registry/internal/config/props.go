@@ -51,13 +51,13 @@ func (p *prop) line() int { return p.segs[len(p.segs)-1].line }
 
 // where is p's place, for errors.
 func (p *prop) where() where {
-	return where{file: p.doc.file, order: p.doc.order, line: p.line(), path: joinSegs(p.segs), profile: p.doc.profile}
+	return where{Error: Error{File: p.doc.file, Line: p.line(), Path: joinSegs(p.segs), Profile: p.doc.profile}, order: p.doc.order}
 }
 
 // at is the place of p's n-th segment.
 func (p *prop) at(n int) where {
 	w := p.where()
-	w.line, w.path = p.segs[n].line, joinSegs(p.segs[:n+1])
+	w.Line, w.Path = p.segs[n].line, joinSegs(p.segs[:n+1])
 	return w
 }
 
@@ -116,15 +116,15 @@ func readYAML(data []byte, file string, order int, l *errList) []*document {
 			break
 		}
 		if err != nil {
-			w, msg := where{file: file, order: order}, strings.TrimPrefix(err.Error(), "yaml: ")
+			w, msg := where{Error: Error{File: file}, order: order}, strings.TrimPrefix(err.Error(), "yaml: ")
 			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-				w.line, _ = strconv.Atoi(m[1])
+				w.Line, _ = strconv.Atoi(m[1])
 				msg = err.Error()[len(m[0]):]
-				if lines := bytes.Split(data, []byte("\n")); w.line <= len(lines) && bytes.ContainsRune(lines[w.line-1], '\t') {
+				if lines := bytes.Split(data, []byte("\n")); w.Line <= len(lines) && bytes.ContainsRune(lines[w.Line-1], '\t') {
 					msg += " (a tab: YAML indents with spaces only)"
 				}
 			} else if _, a, ok := strings.Cut(msg, "unknown anchor '"); ok {
-				w.line = 1 + bytes.Count(data[:max(0, bytes.Index(data, []byte("*"+strings.TrimSuffix(a, "' referenced"))))], []byte("\n"))
+				w.Line = 1 + bytes.Count(data[:max(0, bytes.Index(data, []byte("*"+strings.TrimSuffix(a, "' referenced"))))], []byte("\n"))
 			}
 			l.add(w, "invalid YAML: %s", msg)
 			return nil
@@ -143,7 +143,7 @@ func readYAML(data []byte, file string, order int, l *errList) []*document {
 			if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "=") {
 				hint = " (only YAML is read here: LoadFile reads an application.properties file by its extension)"
 			}
-			l.add(where{file: file, order: order, line: n.Line}, "the top level of the file must be a mapping of keys to values, got %s%s", describe(n), hint)
+			l.add(where{Error: Error{File: file, Line: n.Line}, order: order}, "the top level of the file must be a mapping of keys to values, got %s%s", describe(n), hint)
 		}
 	}
 	return docs
@@ -151,7 +151,7 @@ func readYAML(data []byte, file string, order int, l *errList) []*document {
 
 // fail reports a problem at line, under the flattened key path.
 func (f *flattener) fail(line int, path []seg, format string, args ...any) {
-	f.l.add(where{file: f.doc.file, order: f.doc.order, line: line, path: joinSegs(path), profile: f.doc.profile}, format, args...)
+	f.l.add(where{Error: Error{File: f.doc.file, Line: line, Path: joinSegs(path), Profile: f.doc.profile}, order: f.doc.order}, format, args...)
 }
 
 // visit spends one unit of the budget, reporting false (once, with an
@@ -300,7 +300,7 @@ func readProperties(data []byte, file string, order int, l *errList) []*document
 		}
 		key, val := splitProperty(line)
 		if !utf8.ValidString(key) {
-			l.add(where{file: file, order: order, line: start}, "key %q is not valid UTF-8", key)
+			l.add(where{Error: Error{File: file, Line: start}, order: order}, "key %q is not valid UTF-8", key)
 			continue
 		}
 		doc.props = append(doc.props, prop{segs: splitKey(unescape(key), start, nil), value: unescape(val), doc: doc})
