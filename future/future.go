@@ -18,9 +18,7 @@ var errThenExited = errors.New("future: the Then function panicked or called run
 
 // Canceler is what [Future.Cancel] asks to stop the work behind a pending
 // future made by a [Promise]; its Cancel must see the future completed.
-type Canceler interface {
-	Cancel()
-}
+type Canceler interface{ Cancel() }
 
 // The state word: the state in its low two bits, above them how many
 // callers use the canceler (dropped once complete and unused).
@@ -39,9 +37,9 @@ const (
 // [Then] and the pool bulkhead; the zero Future is not usable.
 type Future[T any] struct {
 	state     atomic.Uint32
-	cancelled atomic.Bool  // Cancel has called canceler
-	parked    sync.Cond    // Wait without a deadline parks here; L is the future (parkLock)
-	done      atomic.Value // chan struct{}, made by the first Done (or Wait with a ctx that can end)
+	cancelled atomic.Bool            // Cancel has called canceler
+	park      atomic.Pointer[parker] // where a Wait without a deadline parks; &woken once complete
+	done      atomic.Value           // chan struct{}, made by the first Done (or Wait with a ctx that can end)
 	val       T
 	err       error
 	canceler  Canceler
@@ -69,11 +67,9 @@ type due interface{ take(drop bool) (*hook, bool) }
 var firing hook
 
 // closedChan is the Done channel of futures made complete.
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
+var closedChan = make(chan struct{})
+
+func init() { close(closedChan) }
 
 func (f *Future[T]) isComplete() bool { return f.state.Load()&stateMask == complete }
 
@@ -91,7 +87,7 @@ func (f *Future[T]) usable(name string) {
 // and error, or the zero value and ctx.Err() (the work goes on). Inside a
 // pool task, with the task's context, Wait on a queued task of the pool
 // runs it in the task's slot (the pool package's "Waiting inside a task").
-func (f *Future[T]) Wait(ctx context.Context) (T, error) {
+func (f *Future[T]) Wait(ctx context.Context) (v T, err error) {
 	if ctx == nil || f == nil {
 		f.usable("Wait")
 		panic("future: Wait called with a nil Context")
@@ -114,9 +110,16 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 		}
 	}
 	if cdone == nil { // ctx cannot end: no channel, no select
-		for !f.isComplete() {
-			f.parked.Wait()
+		p := parkers.Get().(*parker)
+		if f.park.CompareAndSwap(nil, p) {
+			for !p.ok.Load() {
+				p.c.Wait()
+			}
+			p.ok.Store(false)
+		} else if !f.isComplete() { // another Wait parks there
+			<-f.Done()
 		}
+		parkers.Put(p)
 		return f.val, f.err
 	}
 	if s, ok := f.source().(join.Signal); ok { // a pool task: maybe one channel for both ends
@@ -130,28 +133,33 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	case <-f.Done():
 	case <-cdone:
 		if !f.isComplete() { // both ready: the result wins
-			var zero T
-			return zero, ctx.Err()
+			return v, ctx.Err()
 		}
 	}
 	return f.val, f.err
 }
 
-// parkLock is the Locker of parked, without a mutex: Cond.Wait calls Unlock
-// between its ticket and its sleep, where a completion it missed is broadcast
-// (G3_Join/ours_pool_Submit_Wait: 260 instructions fewer than a WaitGroup).
-type parkLock[T any] Future[T]
+// parker is where a Wait without a deadline parks: a Cond, no mutex (Unlock,
+// between Cond.Wait's ticket and sleep, broadcasts a completion missed).
+// G3_Join/ours_pool_Submit_Wait: 130 instructions fewer than a WaitGroup.
+type parker struct {
+	c  sync.Cond
+	ok atomic.Bool // the future is complete; set before c is broadcast
+}
 
-func (l *parkLock[T]) Lock() {}
-func (l *parkLock[T]) Unlock() {
-	if f := (*Future[T])(l); f.isComplete() {
-		f.parked.Broadcast()
+var parkers = sync.Pool{New: func() any { p := new(parker); p.c.L = p; return p }}
+
+var woken parker // a complete future's park
+
+func (p *parker) Lock() {}
+func (p *parker) Unlock() {
+	if p.ok.Load() {
+		p.c.Broadcast()
 	}
 }
 
 // Done returns a channel that is closed when the future completes, for use in
-// a select. It is made the first time it is asked for (by Done, or Wait with
-// a context that can end).
+// a select, made the first time it is asked for.
 func (f *Future[T]) Done() <-chan struct{} {
 	if d := f.done.Load(); d != nil {
 		return d.(chan struct{})
@@ -173,10 +181,9 @@ func (f *Future[T]) Done() <-chan struct{} {
 
 // Result returns the value and error the future completed with, without
 // blocking; before it completes it returns the zero value and [ErrNotDone].
-func (f *Future[T]) Result() (T, error) {
+func (f *Future[T]) Result() (v T, err error) {
 	if !f.isComplete() {
-		var zero T
-		return zero, ErrNotDone
+		return v, ErrNotDone
 	}
 	return f.val, f.err
 }
@@ -221,15 +228,13 @@ func (f *Future[T]) release() {
 
 // source is what a wait inside a pool task hands to the pool: the canceler
 // of a pending future, or of the source of a Then chain.
-type source interface{ source() any }
-
 func (f *Future[T]) source() any {
 	if !f.acquire() {
 		return nil
 	}
 	defer f.release()
-	if t, ok := f.canceler.(interface{ source() source }); ok {
-		return t.source().source()
+	if t, ok := f.canceler.(interface{ source() any }); ok {
+		return t.source()
 	}
 	return f.canceler
 }
@@ -241,8 +246,8 @@ func (f *Future[T]) complete(v T, err error) bool {
 	return ok
 }
 
-// settle stores the result and releases the waiters, once, and returns f if
-// hooks may be due (for runHooks), and whether this call completed f.
+// settle stores the result and wakes the waiters, once; it returns f if hooks
+// may be due (for runHooks), and whether this call completed f.
 func (f *Future[T]) settle(v T, err error) (due, bool) {
 	if !f.bump(1) { // pending → completing, users kept
 		return nil, false
@@ -251,12 +256,14 @@ func (f *Future[T]) settle(v T, err error) (due, bool) {
 	if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler: forget it
 		f.canceler = nil
 	}
-	if d := f.done.Load(); d != nil { // Done checks the state after making its channel: one of the two sees it
-		if ch := d.(chan struct{}); ch != closedChan && f.done.CompareAndSwap(ch, closedChan) {
-			close(ch)
-		}
+	// Done checks the state after making its channel: one of the two sees it.
+	if ch, _ := f.done.Load().(chan struct{}); ch != nil && ch != closedChan && f.done.CompareAndSwap(ch, closedChan) {
+		close(ch)
 	}
-	f.parked.Broadcast()
+	if p := f.park.Swap(&woken); p != nil {
+		p.ok.Store(true)
+		p.c.Broadcast()
+	}
 	if f.head.Load() == nil { // onDone links before it looks at the state: one of the two sees it
 		return nil, true
 	}
@@ -325,8 +332,7 @@ func runHooks(f due) {
 	}
 }
 
-// onDone has h fire once the future completes, after the hooks linked
-// before it: at once if they have all fired.
+// onDone has h fire once the future completes, after the hooks linked before it.
 func (f *Future[T]) onDone(h *hook) {
 	f.mu.Lock()
 	h.prev, h.next, h.linked = nil, f.head.Load(), true
@@ -386,7 +392,6 @@ func (p *Promise[T]) Init(c Canceler) {
 		panic("future: Promise.Init called twice")
 	}
 	p.f.canceler = c
-	p.f.parked.L = (*parkLock[T])(&p.f)
 }
 
 // Future returns the future this Promise completes.
@@ -464,14 +469,13 @@ var errNoFutures = errors.New("future: First called with no futures")
 // First waits for the first of the futures to complete and returns its value
 // and error (the earliest in argument order of those complete), ctx.Err()
 // if ctx ends first, or an error if fs is empty.
-func First[T any](ctx context.Context, fs ...*Future[T]) (T, error) {
-	var zero T
+func First[T any](ctx context.Context, fs ...*Future[T]) (v T, err error) {
 	if len(fs) == 0 {
-		return zero, errNoFutures
+		return v, errNoFutures
 	}
 	i, err := await(ctx, "First", fs, waitFirst)
 	if err != nil {
-		return zero, err
+		return v, err
 	}
 	return fs[i].val, fs[i].err
 }
@@ -639,8 +643,7 @@ type then[T, U any] struct {
 	fn  func(T) (U, error)
 }
 
-// Cancel is the new future's Canceler: the source runs on. fn (and what it
-// captured) is forgotten here if the stage will not fire, else by fire.
+// Cancel is the new future's Canceler, the source running on; fn is forgotten here if it will not fire.
 func (t *then[T, U]) Cancel() {
 	if t.src.unhook(&t.h) {
 		t.fn = nil
@@ -649,7 +652,7 @@ func (t *then[T, U]) Cancel() {
 	t.p.f.complete(zero, context.Canceled)
 }
 
-func (t *then[T, U]) source() source { return t.src }
+func (t *then[T, U]) source() any { return t.src.source() }
 
 // fire runs the stage holding the new future's canceler (t), forgetting fn.
 func (t *then[T, U]) fire(int, bool) due {

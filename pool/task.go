@@ -68,16 +68,20 @@ type node struct {
 	lender *node // the task whose slot this one runs in, until it finishes (see help)
 	lane   *lane // its key's lane in a keyed pool, nil in a plain one
 	// The node is the task's context: parent is the submitter's until a Done
-	// is asked for, then (done set) a context.WithCancel of it, so that a task
+	// is asked for, then (cancel set) a context.WithCancel of it, so that a task
 	// that never looks at ctx.Done() costs one allocation, in the 320-byte
 	// size class (G3_Join/ours_pool_Submit_Wait, G4_FanOut/ours_pool_Group).
 	// cerr is set once the pool ends it.
 	cmu    sync.Mutex
 	parent context.Context
 	cancel context.CancelFunc
-	done   <-chan struct{}
 	cerr   error
 }
+
+// closedChan is the Done of a task's context once the task is done (see drop).
+var closedChan = make(chan struct{})
+
+func init() { close(closedChan) }
 
 // Done is the task context's [context.Context.Done].
 func (n *node) Done() <-chan struct{} {
@@ -87,13 +91,15 @@ func (n *node) Done() <-chan struct{} {
 }
 
 func (n *node) doneLocked() <-chan struct{} {
-	if n.done == nil {
-		n.parent, n.cancel = context.WithCancel(n.parent)
-		if n.done = n.parent.Done(); n.cerr != nil {
+	switch {
+	case n.cancel == nil && n.b == nil: // dropped: ended
+		return closedChan
+	case n.cancel == nil:
+		if n.parent, n.cancel = context.WithCancel(n.parent); n.cerr != nil {
 			n.cancel()
 		}
 	}
-	return n.done
+	return n.parent.Done()
 }
 
 // Signal is what a Wait on n's pending future asks for with its context's
@@ -111,7 +117,7 @@ func (n *node) Signal(done <-chan struct{}) <-chan struct{} {
 	defer b.mu.Unlock()
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
-	if n.state == stDone || n.done != nil || n.parent.Done() != done {
+	if n.state == stDone || n.cancel != nil || n.parent.Done() != done {
 		return nil
 	}
 	return n.doneLocked()
@@ -168,7 +174,7 @@ func (n *node) endLocked() (before bool) {
 	}
 	if n.cancel != nil {
 		select {
-		case <-n.done:
+		case <-n.parent.Done():
 			before = true
 		default:
 		}
