@@ -111,11 +111,10 @@ func (f *Future[T]) Wait(ctx context.Context) (v T, err error) {
 	}
 	if cdone == nil { // ctx cannot end: no channel, no select
 		p := parkers.Get().(*parker)
-		if f.park.CompareAndSwap(nil, p) {
-			for !p.ok.Load() {
+		if p.state = &f.state; f.park.CompareAndSwap(nil, p) {
+			for !f.isComplete() {
 				p.c.Wait()
 			}
-			p.ok.Store(false)
 		} else if !f.isComplete() { // another Wait parks there
 			<-f.Done()
 		}
@@ -143,8 +142,8 @@ func (f *Future[T]) Wait(ctx context.Context) (v T, err error) {
 // between Cond.Wait's ticket and sleep, broadcasts a completion missed).
 // G3_Join/ours_pool_Submit_Wait: 130 instructions fewer than a WaitGroup.
 type parker struct {
-	c  sync.Cond
-	ok atomic.Bool // the future is complete; set before c is broadcast
+	c     sync.Cond
+	state *atomic.Uint32 // of the future waited for
 }
 
 var parkers = sync.Pool{New: func() any { p := new(parker); p.c.L = p; return p }}
@@ -153,7 +152,7 @@ var woken parker // a complete future's park
 
 func (p *parker) Lock() {}
 func (p *parker) Unlock() {
-	if p.ok.Load() {
+	if p.state.Load()&stateMask == complete {
 		p.c.Broadcast()
 	}
 }
@@ -261,7 +260,6 @@ func (f *Future[T]) settle(v T, err error) (due, bool) {
 		close(ch)
 	}
 	if p := f.park.Swap(&woken); p != nil {
-		p.ok.Store(true)
 		p.c.Broadcast()
 	}
 	if f.head.Load() == nil { // onDone links before it looks at the state: one of the two sees it

@@ -87,7 +87,7 @@ func TestManyWaiters(t *testing.T) {
 // wake it. A lost wake-up hangs a waiter: the guard fails the test.
 func TestWaitRacesComplete(t *testing.T) {
 	ctx := guardCtx(t)
-	for range 2000 {
+	for range 20000 {
 		p := future.NewPromise[int](nil)
 		var wg sync.WaitGroup
 		for range 3 {
