@@ -50,9 +50,9 @@ type Future[T any] struct {
 // hook is one callback waiting for a future, embedded by whoever hooks (x).
 type hook struct {
 	x          hookTarget
-	idx        int // for x: which of its futures this hook watches
 	prev, next *hook
-	linked     bool // on a future's list; guarded by that future's mu
+	idx        int32 // for x: which of its futures this hook watches (40 bytes, not 48: G4_FanOut)
+	linked     bool  // on a future's list; guarded by that future's mu
 }
 
 // hookTarget is what a hook calls; fire returns a future it completed, or nil.
@@ -315,7 +315,7 @@ func runHooks(f due) {
 		}
 		for h != nil {
 			next := h.next
-			if nf := h.x.fire(h.idx, failed); nf != nil {
+			if nf := h.x.fire(int(h.idx), failed); nf != nil {
 				if next == nil {
 					next, _ = f.take(false) // f is done unless some joined
 				}
@@ -341,7 +341,7 @@ func (f *Future[T]) onDone(h *hook) {
 	if f.isComplete() && h.next == nil { // complete did not see h, nor fires any: fire it here
 		f.unlinkLocked(h)
 		f.mu.Unlock()
-		runHooks(h.x.fire(h.idx, f.err != nil))
+		runHooks(h.x.fire(int(h.idx), f.err != nil))
 		return
 	}
 	f.mu.Unlock()
@@ -537,7 +537,7 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 			w = &waiter{mode: mode, wake: make(chan struct{}, 1), hooks: make([]hook, 0, len(fs)-i)}
 			w.left.Store(1) // held until every hook is on
 		}
-		w.hooks = append(w.hooks, hook{x: w, idx: i})
+		w.hooks = append(w.hooks, hook{x: w, idx: int32(i)})
 		if mode != waitFirst {
 			w.left.Add(1)
 		}
@@ -582,7 +582,9 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 		}
 		break
 	}
-	unhook()
+	if mode == waitFirst || w.left.Load() != 0 { // else every hook has fired: none to take off (G4_FanOut)
+		unhook()
+	}
 	if i := w.first.Load(); i > 0 {
 		return int(i - 1), nil
 	}
