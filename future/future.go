@@ -13,8 +13,7 @@ import (
 // ErrNotDone is what [Future.Result] and [Settle] report for a pending future.
 var ErrNotDone = errors.New("future: not done")
 
-// errThenExited fails a Then whose function panicked or called Goexit.
-var errThenExited = errors.New("future: the Then function panicked or called runtime.Goexit")
+var errThenExited = errors.New("future: the Then function panicked or called runtime.Goexit") // fails such a Then
 
 // Canceler is what [Future.Cancel] asks to stop the work behind a pending
 // future made by a [Promise]; its Cancel must see the future completed.
@@ -63,8 +62,7 @@ type hookTarget interface {
 // due is a completed future whose hooks a completer fires (runHooks).
 type due interface{ take(drop bool) (*hook, bool) }
 
-// firing ends a complete future's list while its completer fires it (onDone).
-var firing hook
+var firing hook // ends a complete future's list while its completer fires it (onDone)
 
 // closedChan is the Done channel of futures made complete.
 var closedChan = make(chan struct{})
@@ -241,7 +239,9 @@ func (f *Future[T]) source() any {
 // complete is settle, then the callbacks.
 func (f *Future[T]) complete(v T, err error) bool {
 	d, ok := f.settle(v, err)
-	runHooks(d)
+	if d != nil { // no call without hooks (G3_Join/ours_pool_Submit_Wait)
+		runHooks(d)
+	}
 	return ok
 }
 

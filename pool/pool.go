@@ -143,7 +143,7 @@ func (b *Bulkhead) free() bool { return b.active-b.lent < b.cfg.Load().MaxWorker
 
 // storeSaturated updates saturated. b.mu must be held.
 func (b *Bulkhead) storeSaturated() {
-	if s := !b.free() && b.queue.len >= b.satQueue; s != b.saturated.Load() {
+	if s := b.queue.len >= b.satQueue && !b.free(); s != b.saturated.Load() {
 		b.saturated.Store(s)
 	}
 }
