@@ -13,14 +13,11 @@ import (
 // ErrNotDone is what [Future.Result] and [Settle] report for a pending future.
 var ErrNotDone = errors.New("future: not done")
 
-// errThenExited fails a Then whose function panicked or called Goexit.
-var errThenExited = errors.New("future: the Then function panicked or called runtime.Goexit")
+var errThenExited = errors.New("future: the Then function panicked or called runtime.Goexit") // fails such a Then
 
 // Canceler is what [Future.Cancel] asks to stop the work behind a pending
 // future made by a [Promise]; its Cancel must see the future completed.
-type Canceler interface {
-	Cancel()
-}
+type Canceler interface{ Cancel() }
 
 // The state word: the state in its low two bits, above them how many
 // callers use the canceler (dropped once complete and unused).
@@ -39,9 +36,9 @@ const (
 // [Then] and the pool bulkhead; the zero Future is not usable.
 type Future[T any] struct {
 	state     atomic.Uint32
-	cancelled atomic.Bool    // Cancel has called canceler
-	wg        sync.WaitGroup // 1 while pending: Wait without a deadline parks here
-	done      atomic.Value   // chan struct{}, made by the first Done (or Wait with a ctx that can end)
+	cancelled atomic.Bool            // Cancel has called canceler
+	park      atomic.Pointer[parker] // where a Wait without a deadline parks; &woken once complete
+	done      atomic.Value           // chan struct{}, made by the first Done (or Wait with a ctx that can end)
 	val       T
 	err       error
 	canceler  Canceler
@@ -52,9 +49,9 @@ type Future[T any] struct {
 // hook is one callback waiting for a future, embedded by whoever hooks (x).
 type hook struct {
 	x          hookTarget
-	idx        int // for x: which of its futures this hook watches
 	prev, next *hook
-	linked     bool // on a future's list; guarded by that future's mu
+	idx        int32 // for x: which of its futures this hook watches (40 bytes, not 48: G4_FanOut)
+	linked     bool  // on a future's list; guarded by that future's mu
 }
 
 // hookTarget is what a hook calls; fire returns a future it completed, or nil.
@@ -65,15 +62,12 @@ type hookTarget interface {
 // due is a completed future whose hooks a completer fires (runHooks).
 type due interface{ take(drop bool) (*hook, bool) }
 
-// firing ends a complete future's list while its completer fires it (onDone).
-var firing hook
+var firing hook // ends a complete future's list while its completer fires it (onDone)
 
 // closedChan is the Done channel of futures made complete.
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
+var closedChan = make(chan struct{})
+
+func init() { close(closedChan) }
 
 func (f *Future[T]) isComplete() bool { return f.state.Load()&stateMask == complete }
 
@@ -91,7 +85,7 @@ func (f *Future[T]) usable(name string) {
 // and error, or the zero value and ctx.Err() (the work goes on). Inside a
 // pool task, with the task's context, Wait on a queued task of the pool
 // runs it in the task's slot (the pool package's "Waiting inside a task").
-func (f *Future[T]) Wait(ctx context.Context) (T, error) {
+func (f *Future[T]) Wait(ctx context.Context) (v T, err error) {
 	if ctx == nil || f == nil {
 		f.usable("Wait")
 		panic("future: Wait called with a nil Context")
@@ -114,7 +108,15 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 		}
 	}
 	if cdone == nil { // ctx cannot end: no channel, no select
-		f.wg.Wait()
+		p := parkers.Get().(*parker)
+		if p.state = &f.state; f.park.CompareAndSwap(nil, p) {
+			for !f.isComplete() {
+				p.c.Wait()
+			}
+		} else if !f.isComplete() { // another Wait parks there
+			<-f.Done()
+		}
+		parkers.Put(p)
 		return f.val, f.err
 	}
 	if s, ok := f.source().(join.Signal); ok { // a pool task: maybe one channel for both ends
@@ -128,16 +130,33 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	case <-f.Done():
 	case <-cdone:
 		if !f.isComplete() { // both ready: the result wins
-			var zero T
-			return zero, ctx.Err()
+			return v, ctx.Err()
 		}
 	}
 	return f.val, f.err
 }
 
+// parker is where a Wait without a deadline parks: a Cond, no mutex (Unlock,
+// between Cond.Wait's ticket and sleep, broadcasts a completion missed).
+// G3_Join/ours_pool_Submit_Wait: 130 instructions fewer than a WaitGroup.
+type parker struct {
+	c     sync.Cond
+	state *atomic.Uint32 // of the future waited for
+}
+
+var parkers = sync.Pool{New: func() any { p := new(parker); p.c.L = p; return p }}
+
+var woken parker // a complete future's park
+
+func (p *parker) Lock() {}
+func (p *parker) Unlock() {
+	if p.state.Load()&stateMask == complete {
+		p.c.Broadcast()
+	}
+}
+
 // Done returns a channel that is closed when the future completes, for use in
-// a select. It is made the first time it is asked for (by Done, or Wait with
-// a context that can end).
+// a select, made the first time it is asked for.
 func (f *Future[T]) Done() <-chan struct{} {
 	if d := f.done.Load(); d != nil {
 		return d.(chan struct{})
@@ -159,10 +178,9 @@ func (f *Future[T]) Done() <-chan struct{} {
 
 // Result returns the value and error the future completed with, without
 // blocking; before it completes it returns the zero value and [ErrNotDone].
-func (f *Future[T]) Result() (T, error) {
+func (f *Future[T]) Result() (v T, err error) {
 	if !f.isComplete() {
-		var zero T
-		return zero, ErrNotDone
+		return v, ErrNotDone
 	}
 	return f.val, f.err
 }
@@ -175,85 +193,75 @@ func (f *Future[T]) Cancel() {
 	if !f.acquire() {
 		return
 	}
-	if f.canceler == nil {
-		f.release()
+	c := f.canceler
+	if c != nil && f.cancelled.CompareAndSwap(false, true) {
+		c.Cancel()
+	}
+	if f.release(); c == nil {
 		var zero T
 		f.complete(zero, context.Canceled)
-		return
 	}
-	if f.cancelled.CompareAndSwap(false, true) {
-		f.canceler.Cancel()
-	}
-	f.release()
 }
 
 // acquire lets the caller use f.canceler until release, if f is pending.
-func (f *Future[T]) acquire() bool {
-	for {
-		s := f.state.Load()
-		if s&stateMask != pending {
-			return false
-		}
-		if f.state.CompareAndSwap(s, s+oneUser) {
+func (f *Future[T]) acquire() bool { return f.bump(oneUser) }
+
+// bump adds d to the state word if f is pending, and reports whether it did.
+func (f *Future[T]) bump(d uint32) bool {
+	for s := f.state.Load(); s&stateMask == pending; s = f.state.Load() {
+		if f.state.CompareAndSwap(s, s+d) {
 			return true
 		}
 	}
+	return false
 }
 
 // release ends a use of f.canceler (the last one drops it, if complete).
 func (f *Future[T]) release() {
 	if f.state.Add(^uint32(oneUser-1)) == complete {
-		f.dropCanceler()
+		f.canceler = nil
 	}
 }
 
 // source is what a wait inside a pool task hands to the pool: the canceler
 // of a pending future, or of the source of a Then chain.
-type source interface{ source() any }
-
 func (f *Future[T]) source() any {
 	if !f.acquire() {
 		return nil
 	}
 	defer f.release()
-	if t, ok := f.canceler.(interface{ source() source }); ok {
-		return t.source().source()
+	if t, ok := f.canceler.(interface{ source() any }); ok {
+		return t.source()
 	}
 	return f.canceler
 }
 
-// dropCanceler forgets the canceler of a complete future that nobody uses.
-func (f *Future[T]) dropCanceler() { f.canceler = nil }
-
 // complete is settle, then the callbacks.
 func (f *Future[T]) complete(v T, err error) bool {
 	d, ok := f.settle(v, err)
-	runHooks(d)
+	if d != nil { // no call without hooks (G3_Join/ours_pool_Submit_Wait)
+		runHooks(d)
+	}
 	return ok
 }
 
-// settle stores the result and releases the waiters, once, and returns f if
-// hooks may be due (for runHooks), and whether this call completed f.
+// settle stores the result and wakes the waiters, once; it returns f if hooks
+// may be due (for runHooks), and whether this call completed f.
 func (f *Future[T]) settle(v T, err error) (due, bool) {
-	for {
-		s := f.state.Load()
-		if s&stateMask != pending {
-			return nil, false
-		}
-		if f.state.CompareAndSwap(s, s+1) { // pending → completing, users kept
-			break
-		}
+	if !f.bump(1) { // pending → completing, users kept
+		return nil, false
 	}
 	f.val, f.err = v, err
-	if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler
-		f.dropCanceler()
+	if f.state.Add(1) == complete { // completing → complete, and nobody uses the canceler: forget it
+		f.canceler = nil
 	}
-	if d := f.done.Load(); d != nil { // Done checks the state after making its channel: one of the two sees it
-		if ch := d.(chan struct{}); ch != closedChan && f.done.CompareAndSwap(ch, closedChan) {
-			close(ch)
-		}
+	// Done checks the state after making its channel: one of the two sees it.
+	if ch, _ := f.done.Load().(chan struct{}); ch != nil && ch != closedChan && f.done.CompareAndSwap(ch, closedChan) {
+		close(ch)
 	}
-	f.wg.Done()
+	if p := f.park.Swap(&woken); p != nil {
+		p.c.Broadcast()
+	}
 	if f.head.Load() == nil { // onDone links before it looks at the state: one of the two sees it
 		return nil, true
 	}
@@ -307,7 +315,7 @@ func runHooks(f due) {
 		}
 		for h != nil {
 			next := h.next
-			if nf := h.x.fire(h.idx, failed); nf != nil {
+			if nf := h.x.fire(int(h.idx), failed); nf != nil {
 				if next == nil {
 					next, _ = f.take(false) // f is done unless some joined
 				}
@@ -322,8 +330,7 @@ func runHooks(f due) {
 	}
 }
 
-// onDone has h fire once the future completes, after the hooks linked
-// before it: at once if they have all fired.
+// onDone has h fire once the future completes, after the hooks linked before it.
 func (f *Future[T]) onDone(h *hook) {
 	f.mu.Lock()
 	h.prev, h.next, h.linked = nil, f.head.Load(), true
@@ -334,7 +341,7 @@ func (f *Future[T]) onDone(h *hook) {
 	if f.isComplete() && h.next == nil { // complete did not see h, nor fires any: fire it here
 		f.unlinkLocked(h)
 		f.mu.Unlock()
-		runHooks(h.x.fire(h.idx, f.err != nil))
+		runHooks(h.x.fire(int(h.idx), f.err != nil))
 		return
 	}
 	f.mu.Unlock()
@@ -383,7 +390,6 @@ func (p *Promise[T]) Init(c Canceler) {
 		panic("future: Promise.Init called twice")
 	}
 	p.f.canceler = c
-	p.f.wg.Add(1)
 }
 
 // Future returns the future this Promise completes.
@@ -461,14 +467,13 @@ var errNoFutures = errors.New("future: First called with no futures")
 // First waits for the first of the futures to complete and returns its value
 // and error (the earliest in argument order of those complete), ctx.Err()
 // if ctx ends first, or an error if fs is empty.
-func First[T any](ctx context.Context, fs ...*Future[T]) (T, error) {
-	var zero T
+func First[T any](ctx context.Context, fs ...*Future[T]) (v T, err error) {
 	if len(fs) == 0 {
-		return zero, errNoFutures
+		return v, errNoFutures
 	}
 	i, err := await(ctx, "First", fs, waitFirst)
 	if err != nil {
-		return zero, err
+		return v, err
 	}
 	return fs[i].val, fs[i].err
 }
@@ -516,10 +521,8 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 	}
 	var w *waiter
 	unhook := func() {
-		if w != nil {
-			for i := range w.hooks {
-				fs[w.hooks[i].idx].unhook(&w.hooks[i])
-			}
+		for i := 0; w != nil && i < len(w.hooks); i++ {
+			fs[w.hooks[i].idx].unhook(&w.hooks[i])
 		}
 	}
 	for i, f := range fs {
@@ -534,7 +537,7 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 			w = &waiter{mode: mode, wake: make(chan struct{}, 1), hooks: make([]hook, 0, len(fs)-i)}
 			w.left.Store(1) // held until every hook is on
 		}
-		w.hooks = append(w.hooks, hook{x: w, idx: i})
+		w.hooks = append(w.hooks, hook{x: w, idx: int32(i)})
 		if mode != waitFirst {
 			w.left.Add(1)
 		}
@@ -579,7 +582,9 @@ func await[T any](ctx context.Context, name string, fs []*Future[T], mode waitMo
 		}
 		break
 	}
-	unhook()
+	if mode == waitFirst || w.left.Load() != 0 { // else every hook has fired: none to take off (G4_FanOut)
+		unhook()
+	}
 	if i := w.first.Load(); i > 0 {
 		return int(i - 1), nil
 	}
@@ -638,8 +643,7 @@ type then[T, U any] struct {
 	fn  func(T) (U, error)
 }
 
-// Cancel is the new future's Canceler: the source runs on. fn (and what it
-// captured) is forgotten here if the stage will not fire, else by fire.
+// Cancel is the new future's Canceler, the source running on; fn is forgotten here if it will not fire.
 func (t *then[T, U]) Cancel() {
 	if t.src.unhook(&t.h) {
 		t.fn = nil
@@ -648,7 +652,7 @@ func (t *then[T, U]) Cancel() {
 	t.p.f.complete(zero, context.Canceled)
 }
 
-func (t *then[T, U]) source() source { return t.src }
+func (t *then[T, U]) source() any { return t.src.source() }
 
 // fire runs the stage holding the new future's canceler (t), forgetting fn.
 func (t *then[T, U]) fire(int, bool) due {

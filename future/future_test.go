@@ -82,6 +82,34 @@ func TestManyWaiters(t *testing.T) {
 	}
 }
 
+// TestWaitRacesComplete: a Wait whose context cannot end parks without a
+// mutex (parkLock); a completion between its check and its sleep must still
+// wake it. A lost wake-up hangs a waiter: the guard fails the test.
+func TestWaitRacesComplete(t *testing.T) {
+	ctx := guardCtx(t)
+	for range 20000 {
+		p := future.NewPromise[int](nil)
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if v, err := p.Future().Wait(context.Background()); v != 1 || err != nil {
+					t.Errorf("Wait = %d, %v; want 1, nil", v, err)
+				}
+			}()
+		}
+		go p.Complete(1, nil)
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Fatal("a Wait missed the completion")
+		}
+	}
+}
+
 func TestCompleteRacesCancel(t *testing.T) {
 	for range 200 {
 		p := future.NewPromise[int](nil)

@@ -223,3 +223,22 @@ func TestOnCompleteWhileCallbacksRun(t *testing.T) {
 		t.Fatalf("callbacks ran %q, want \"first second late\"", got)
 	}
 }
+
+// TestOnCompleteRacesCompletion: callbacks registered while the future
+// completes (and while its completer ends the firing without the lock) all
+// run, once each.
+func TestOnCompleteRacesCompletion(t *testing.T) {
+	for range 3000 {
+		p := future.NewPromise[int](nil)
+		var ran sync.WaitGroup
+		ran.Add(4)
+		p.Future().OnComplete(func(int, error) { ran.Done() }) // a firing to end
+		start := make(chan struct{})
+		for range 3 {
+			go func() { <-start; p.Future().OnComplete(func(int, error) { ran.Done() }) }()
+		}
+		close(start)
+		p.Complete(1, nil)
+		ran.Wait() // a lost callback hangs here; one run twice panics (negative counter)
+	}
+}

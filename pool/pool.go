@@ -143,7 +143,7 @@ func (b *Bulkhead) free() bool { return b.active-b.lent < b.cfg.Load().MaxWorker
 
 // storeSaturated updates saturated. b.mu must be held.
 func (b *Bulkhead) storeSaturated() {
-	if s := !b.free() && b.queue.len >= b.satQueue; s != b.saturated.Load() {
+	if s := b.queue.len >= b.satQueue && !b.free(); s != b.saturated.Load() {
 		b.saturated.Store(s)
 	}
 }
@@ -425,7 +425,7 @@ func (b *Bulkhead) lateLocked(n *node) bool {
 	if !n.byDeadline || n.deadline > b.now() {
 		return false
 	}
-	n.state, n.late = stDone, true
+	n.state, n.bumped, n.reason = stDone, true, bulkhead.ReasonDeadline
 	b.rejected[bulkhead.ReasonDeadline].Add(1)
 	close(n.ready)
 	return true
@@ -472,15 +472,8 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 	if n.refused {
 		return bulkhead.ErrClosed
 	}
-	if n.bumped { // dropped for a newer submitter (counted there); published here, not on its goroutine
+	if n.bumped { // for a newer submitter or its deadline (counted there); published here, not on its goroutine
 		fe := b.full.Load().err(n.bumpReason(), true)
-		if b.hub.Active() {
-			b.publish(bulkhead.EventRejected, fe, b.sinceOrZero(n.queuedAt), 0)
-		}
-		return fe
-	}
-	if n.late { // counted by lateLocked
-		fe := b.full.Load().err(bulkhead.ReasonDeadline, true)
 		if b.hub.Active() {
 			b.publish(bulkhead.EventRejected, fe, b.sinceOrZero(n.queuedAt), 0)
 		}

@@ -51,12 +51,12 @@ type node struct {
 	prev, next *node // in the line of waiting submitters, the queue or the running tasks
 	state      nodeState
 	refused    bool            // Close refused it while its submitter waited for room; set before ready closes
-	bumped     bool            // dropped for a newer submitter (MaxWaitingCalls); set before ready closes
-	late       bool            // refused at its deadline less MinDeadlineSlack while its submitter waited; same
+	bumped     bool            // refused while its submitter waited, for reason (see bumpReason), set before ready closes
 	byDeadline bool            // its deadline (below) is its submitter's, less MinDeadlineSlack
 	reason     bulkhead.Reason // why the queue's rules dropped it, if they did
 	inGroup    bool            // in the pool, for its Group (guarded by the Group's mutex)
 	lent       bool            // a task started in this task's slot runs (see help)
+	ended      uint8           // its context's end (guarded by cmu): an index of ctxErrs, 0 until the pool ends it
 	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
 	deadline   int64           // from now(): when QueueTimeout or (byDeadline) the slack drops it; 0: never
 	queuedAt   int64           // from now(); set only while someone is subscribed
@@ -68,16 +68,22 @@ type node struct {
 	lender *node // the task whose slot this one runs in, until it finishes (see help)
 	lane   *lane // its key's lane in a keyed pool, nil in a plain one
 	// The node is the task's context: parent is the submitter's until a Done
-	// is asked for, then (done set) a context.WithCancel of it, so that a task
-	// that never looks at ctx.Done() costs one allocation, in the 320-byte
+	// is asked for, then (cancel set) a context.WithCancel of it, so that a task
+	// that never looks at ctx.Done() costs one allocation, in the 288-byte
 	// size class (G3_Join/ours_pool_Submit_Wait, G4_FanOut/ours_pool_Group).
-	// cerr is set once the pool ends it.
 	cmu    sync.Mutex
 	parent context.Context
 	cancel context.CancelFunc
-	done   <-chan struct{}
-	cerr   error
 }
+
+// ctxErrs are the errors of a task's context by node.ended: a byte, not an
+// error, keeps the task in the 288-byte size class (G4_FanOut: GC).
+var ctxErrs = [...]error{nil, context.Canceled, context.DeadlineExceeded}
+
+// closedChan is the Done of a task's context once the task is done (see drop).
+var closedChan = make(chan struct{})
+
+func init() { close(closedChan) }
 
 // Done is the task context's [context.Context.Done].
 func (n *node) Done() <-chan struct{} {
@@ -87,13 +93,15 @@ func (n *node) Done() <-chan struct{} {
 }
 
 func (n *node) doneLocked() <-chan struct{} {
-	if n.done == nil {
-		n.parent, n.cancel = context.WithCancel(n.parent)
-		if n.done = n.parent.Done(); n.cerr != nil {
+	switch {
+	case n.cancel == nil && n.b == nil: // dropped: ended
+		return closedChan
+	case n.cancel == nil:
+		if n.parent, n.cancel = context.WithCancel(n.parent); n.ended != 0 {
 			n.cancel()
 		}
 	}
-	return n.done
+	return n.parent.Done()
 }
 
 // Signal is what a Wait on n's pending future asks for with its context's
@@ -111,7 +119,7 @@ func (n *node) Signal(done <-chan struct{}) <-chan struct{} {
 	defer b.mu.Unlock()
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
-	if n.state == stDone || n.done != nil || n.parent.Done() != done {
+	if n.state == stDone || n.cancel != nil || n.parent.Done() != done {
 		return nil
 	}
 	return n.doneLocked()
@@ -121,8 +129,8 @@ func (n *node) Signal(done <-chan struct{}) <-chan struct{} {
 func (n *node) Err() error {
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
-	if n.cerr != nil {
-		return n.cerr
+	if n.ended != 0 {
+		return ctxErrs[n.ended]
 	}
 	return n.parent.Err()
 }
@@ -163,12 +171,12 @@ func (n *node) end() {
 // channel made already tells it without a call of Err, which locks
 // (G3_Join/ours_pool_Submit_Wait_ctxDone).
 func (n *node) endLocked() (before bool) {
-	if n.cerr != nil {
+	if n.ended != 0 {
 		return false
 	}
 	if n.cancel != nil {
 		select {
-		case <-n.done:
+		case <-n.parent.Done():
 			before = true
 		default:
 		}
@@ -176,9 +184,9 @@ func (n *node) endLocked() (before bool) {
 	} else {
 		before = n.parent.Err() != nil
 	}
-	n.cerr = context.Canceled
-	if before {
-		n.cerr = n.parent.Err()
+	n.ended = 1
+	if before && n.parent.Err() == context.DeadlineExceeded {
+		n.ended = 2
 	}
 	return before
 }
@@ -197,21 +205,21 @@ func (n *node) Cancel() {
 // and loses only the submitter's values (see the package doc).
 func (n *node) drop() {
 	n.cmu.Lock()
-	if n.cerr == nil && n.cancel == nil && n.parent.Done() == nil {
+	if n.ended == 0 && n.cancel == nil && n.parent.Done() == nil {
 		// A submitter's context that cannot end (Background) has no
 		// deadline, error or cause to keep: one call, not three
 		// (G3_Join/ours_pool_Submit_Wait).
-		n.cerr, n.parent, n.b, n.grp = context.Canceled, context.Background(), nil, nil
+		n.ended, n.parent, n.b, n.grp = 1, context.Background(), nil, nil
 		n.cmu.Unlock()
 		return
 	}
-	ended := n.cerr != nil // by Cancel or Close
+	ended := n.ended != 0 // by Cancel or Close
 	var keep context.Context = context.Background()
 	if d, ok := n.parent.Deadline(); ok {
 		keep = deadlineOnly{keep, d}
 	}
 	if n.endLocked() || ended { // else it has no cause
-		if cause := context.Cause(n.parent); cause != nil && cause != n.cerr {
+		if cause := context.Cause(n.parent); cause != nil && cause != ctxErrs[n.ended] {
 			c, cancel := context.WithCancelCause(keep) // rare: the submitter's context ended with a cause
 			cancel(cause)
 			keep = c
