@@ -102,8 +102,8 @@ func (b *Bulkhead) bumpPrioLocked(n *node) *node {
 	return v
 }
 
-// bumpReason is the reason n, a waiting submitter's task refused for a
-// newer one, was refused for.
+// bumpReason is the reason a waiting submitter's task n was refused for
+// (for a newer one, displaced, or at its deadline).
 func (n *node) bumpReason() bulkhead.Reason {
 	if n.reason != bulkhead.ReasonNone {
 		return n.reason

@@ -69,7 +69,7 @@ type shadow struct {
 	idle          *slot         // the tasks holding a worker that the pool still queues (at most inUse)
 	free          *slot         // slots of ended tasks, for reuse (linked by next)
 	// slots holds each admitted task's place. A field of node's would put
-	// a task[int] in the next size class, 352 bytes instead of 320, in
+	// a task[int] in the next size class, 320 bytes instead of 288, in
 	// every pool (G3_Join/ours_pool_Submit_Wait).
 	slots                 map[*node]*slot
 	reject, wait, timeOut uint64
