@@ -9,6 +9,7 @@ import (
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
+	"github.com/bulkhead-go/bulkhead/internal/join"
 )
 
 // Group runs a fan-out on a pool bulkhead as one call, as errgroup does on
@@ -43,6 +44,14 @@ type Group[T any] struct {
 	inPool  int // tasks submitted and not yet out of the pool (see end)
 	limit   int // SetLimit's; 0: the pool's MaxWorkers
 	err     *future.TaskError
+	// hand is the task of a Go waiting at the limit, for the worker of a
+	// task of the group leaving the pool to start in that task's slot (see
+	// take): no queue, no other worker (G4_FanOut/ours_pool_Group). Whoever
+	// clears hand sends on handed whether it started the task. A group made
+	// in a pool task's context waits on its oldest task instead, which helps.
+	hand   *task[T]
+	handed chan bool
+	helps  bool
 }
 
 // NewGroup returns an empty Group that runs its tasks on b, with a context
@@ -52,7 +61,8 @@ func NewGroup[T any](ctx context.Context, b *Bulkhead) *Group[T] {
 	if ctx == nil || b == nil {
 		misuse("NewGroup", ctx, b)
 	}
-	g := &Group[T]{b: b}
+	_, helps := ctx.Value(join.Key).(*node)
+	g := &Group[T]{b: b, handed: make(chan bool, 1), helps: helps}
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
 	g.waitCtx = valuesOnly{g.ctx}
 	return g
@@ -102,6 +112,15 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	g.ts = append(g.ts, t)
 	g.harvestLocked()
 	for !g.stoppedLocked() && !g.roomLocked() {
+		if g.hand == nil && !g.helps {
+			g.hand = t
+			g.mu.Unlock()
+			if <-g.handed { // started by take
+				return
+			}
+			g.mu.Lock()
+			continue
+		}
 		oldest := g.oldestLocked()
 		g.mu.Unlock()
 		_, _ = oldest.p.Future().Wait(&g.waitCtx)
@@ -150,6 +169,7 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 	if err != nil { // never in the pool: no place in Wait's values
 		g.inPool--
 		t.inGroup = false
+		g.wakeLocked()
 		g.mu.Unlock()
 		t.err = err
 		t.settle() // for a Go waiting for it as the oldest (oldestLocked)
@@ -222,9 +242,10 @@ func (g *Group[T]) usable(name string, fnOK bool) {
 // workers start queued tasks meanwhile).
 func (g *Group[T]) end(n *node, err error, out bool) {
 	g.mu.Lock()
-	if out {
+	if out && n.inGroup { // else take started another task in its place
 		g.inPool--
 		n.inGroup = false
+		g.wakeLocked()
 	}
 	first := err != nil && g.err == nil
 	if first {
@@ -232,6 +253,7 @@ func (g *Group[T]) end(n *node, err error, out bool) {
 			g.placeLocked(g.pendingLocked(n))
 		}
 		g.err = &future.TaskError{Index: n.gi, Err: err}
+		g.wakeLocked()
 	}
 	cause := g.err
 	var rest []*task[T]
@@ -246,6 +268,37 @@ func (g *Group[T]) end(n *node, err error, out bool) {
 			}
 		}
 		g.cancel(cause)
+	}
+}
+
+// take is what the worker of n, a task of the group leaving the pool,
+// calls with the pool's lock held when the pool has nothing queued or
+// waiting for its slot: it returns the task of a Go waiting at the limit,
+// counted in the group's place of n, for the worker to start in n's slot
+// (G4_FanOut/ours_pool_Group), or nil.
+func (g *Group[T]) take(n *node) *node {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.hand
+	if t == nil || !n.inGroup || g.stoppedLocked() {
+		return nil
+	}
+	g.inPool--
+	room := g.roomLocked()
+	g.inPool++
+	if !room {
+		return nil
+	}
+	n.inGroup, t.inGroup, g.hand = false, true, nil
+	g.handed <- true
+	return &t.node
+}
+
+// wakeLocked wakes a Go waiting at the limit to look again.
+func (g *Group[T]) wakeLocked() {
+	if g.hand != nil {
+		g.hand = nil
+		g.handed <- false
 	}
 }
 
@@ -312,3 +365,6 @@ func (g *Group[T]) oldestLocked() *task[T] {
 	}
 	panic("pool: Group at its limit with no task in the pool")
 }
+
+// taker is the Group's side of the hook in finishMore.
+type taker interface{ take(n *node) *node }

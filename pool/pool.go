@@ -793,6 +793,12 @@ func (b *Bulkhead) finishMore(n *node, start time.Time, leaving bool) (next *nod
 			b.startLocked(next)
 		}
 	}
+	if next == nil && grp != nil && b.keys == nil && b.free() && !b.closed.Load() {
+		// Group hook (issue 20): a Go waiting at grp's limit starts in n's slot (G4_FanOut/ours_pool_Group).
+		if next = grp.(taker).take(n); next != nil {
+			b.startLocked(next)
+		}
+	}
 	var more []*node // a keyed pool's tasks that may start too
 	if n.lane != nil {
 		more = b.kickLocked()
