@@ -2,10 +2,8 @@ package pool
 
 import (
 	"context"
-	"runtime"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
@@ -25,33 +23,58 @@ type Group[T any] struct {
 	b      *Bulkhead
 	ctx    context.Context // the tasks' context, cancelled by the first failure
 	cancel context.CancelCauseFunc
-	// waitCtx is ctx without its cancellation, for waits on the group's
-	// futures: they do not allocate, and inside a task of the pool they
-	// help (see "Waiting inside a task"). A failure ends the futures.
-	waitCtx valuesOnly
+	// by is the task of b that ctx is or derives from, if any: there the
+	// group's waits help its queued tasks (see "Waiting inside a task").
+	by *node
 
-	mu sync.Mutex
-	// ts are the tasks in Go order. ts[:next] have ended: Go moved their
-	// values to vals and cleared their entries, so that an ended task is
-	// garbage at once: a fan-out keeps about its limit of tasks alive, not
-	// all of them, and the collector marks less (G4_FanOut/ours_pool_Group).
-	ts   []*task[T]
-	vals []T // len(vals) == next
+	mu   sync.Mutex
+	cond sync.Cond // on mu, broadcast by signalLocked
+	gen  int       // signalLocked's count
+	// ts are the tasks in Go order, each nil once ended, so that a fan-out
+	// keeps about its limit of tasks alive, not all of them; ts[:next]
+	// have ended. vals are their values, set as they end.
+	ts   []*gtask[T]
+	vals []T
 	// pending are TryGo's tasks being submitted, not yet in ts: a task
 	// takes its place only once the pool took it, or when it fails first.
-	pending []*task[T]
+	pending []*gtask[T]
 	next    int
+	left    int // tasks in ts or pending not ended yet
 	inPool  int // tasks submitted and not yet out of the pool (see end)
 	limit   int // SetLimit's; 0: the pool's MaxWorkers
 	err     *future.TaskError
 	// hand is the task of a Go waiting at the limit, for the worker of a
-	// task of the group leaving the pool to start in that task's slot (see
-	// take): no queue, no other worker (G4_FanOut/ours_pool_Group). Whoever
-	// clears hand sends on handed whether it started the task. A group made
-	// in a pool task's context waits on its oldest task instead, which helps.
-	hand   *task[T]
-	handed chan bool
-	helps  bool
+	// task of the group leaving the pool to start in that task's slot:
+	// no queue, no other worker (see take; G4_FanOut/ours_pool_Group).
+	hand *gtask[T]
+}
+
+// gtask is a task of a Group: the group keeps its value, so it has no
+// future: 240 bytes, not Submit's 320 (G4_FanOut/ours_pool_Group).
+type gtask[T any] struct {
+	node
+	g     *Group[T]
+	fn    func(context.Context) (T, error)
+	v     T
+	ended bool // guarded by g.mu
+}
+
+func (t *gtask[T]) exec() { t.v, t.err = t.fn(&t.node) }
+
+// settle records the end of t: its value if it succeeded.
+func (t *gtask[T]) settle() {
+	g := t.g
+	g.mu.Lock()
+	t.fn, t.ended = nil, true
+	if t.gi >= 0 {
+		if t.err == nil {
+			g.vals[t.gi] = t.v
+		}
+		g.ts[t.gi] = nil
+	}
+	g.left--
+	g.signalLocked()
+	g.mu.Unlock()
 }
 
 // NewGroup returns an empty Group that runs its tasks on b, with a context
@@ -61,20 +84,20 @@ func NewGroup[T any](ctx context.Context, b *Bulkhead) *Group[T] {
 	if ctx == nil || b == nil {
 		misuse("NewGroup", ctx, b)
 	}
-	_, helps := ctx.Value(join.Key).(*node)
-	g := &Group[T]{b: b, handed: make(chan bool, 1), helps: helps}
+	g := &Group[T]{b: b}
+	if by, _ := ctx.Value(join.Key).(*node); by != nil && by.pool() == b {
+		g.by = by
+	}
+	g.cond.L = &g.mu
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
-	g.waitCtx = valuesOnly{g.ctx}
 	return g
 }
 
-// valuesOnly is [context.WithoutCancel] as a pointer: the standard one's
-// Value boxes it, an allocation per wait (G4_FanOut/ours_pool_Group).
-type valuesOnly struct{ context.Context }
-
-func (*valuesOnly) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (*valuesOnly) Done() <-chan struct{}       { return nil }
-func (*valuesOnly) Err() error                  { return nil }
+func (g *Group[T]) newTask(fn func(context.Context) (T, error)) *gtask[T] {
+	t := &gtask[T]{g: g, fn: fn}
+	t.b, t.j, t.parent, t.grp = g.b, t, g.ctx, g
+	return t
+}
 
 // SetLimit lets at most n of the group's tasks be in the pool at once,
 // queued or running; Go waits for one of them to end before it submits
@@ -93,43 +116,38 @@ func (g *Group[T]) SetLimit(n int) {
 }
 
 // Go submits fn as the group's next task. While the group is at its limit
-// it waits for the oldest of the group's tasks in the pool to end (so a
-// slow task holds back the ones after it); when the pool is full, it waits
-// for room, first in, first out, as [Go] does. After the group has failed,
-// or once its context has ended, Go returns at once and submits nothing; a
-// failure to submit (the context ended, the pool closed) is the group's
-// failure. Either way the task has its place in Wait's values.
+// it waits for one of the group's tasks in the pool to leave it; when the
+// pool is full, it waits for room, first in, first out, as [Go] does. After
+// the group has failed, or once its context has ended, Go returns at once
+// and submits nothing; a failure to submit (the context ended, the pool
+// closed) is the group's failure. Either way the task has its place in
+// Wait's values.
 //
 // Do not call Go from one of the group's own tasks: at the limit, the task
 // it waits for can be the caller itself, and it waits forever, as
 // errgroup's Go does. Use TryGo there, or a Group made inside the task.
 func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	g.usable("Go", fn != nil)
-	t := newTask(g.b, g.ctx, fn)
-	t.grp = g
+	t := g.newTask(fn)
 	g.mu.Lock()
 	t.gi = len(g.ts)
 	g.ts = append(g.ts, t)
-	g.harvestLocked()
+	g.vals = append(g.vals, *new(T))
+	g.left++
 	for !g.stoppedLocked() && !g.roomLocked() {
-		if g.hand == nil && !g.helps {
-			g.hand = t
-			g.mu.Unlock()
-			if <-g.handed { // started by take
-				return
-			}
-			g.mu.Lock()
+		if g.by != nil || g.hand != nil {
+			g.awaitLocked(g.oldestLocked())
 			continue
 		}
-		oldest := g.oldestLocked()
-		g.mu.Unlock()
-		_, _ = oldest.p.Future().Wait(&g.waitCtx)
-		// Let the other tasks about to end do so, so that the next check
-		// finds room for several Go calls: without it, at GOMAXPROCS 1
-		// each Go waits for one task, and G4_FanOut/ours_pool_Group takes
-		// 3 to 4 times errgroup's.
-		runtime.Gosched()
-		g.mu.Lock()
+		g.hand = t
+		for g.hand == t && !g.stoppedLocked() && !g.roomLocked() {
+			g.cond.Wait()
+		}
+		if g.hand != t { // take started it
+			g.mu.Unlock()
+			return
+		}
+		g.hand = nil
 	}
 	stopped := g.stoppedLocked()
 	if !stopped {
@@ -155,9 +173,10 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 		g.mu.Unlock()
 		return false
 	}
-	t := newTask(g.b, g.ctx, fn)
-	t.grp, t.gi = g, -1
+	t := g.newTask(fn)
+	t.gi = -1
 	g.inPool++
+	g.left++
 	t.inGroup = true
 	g.pending = append(g.pending, t)
 	g.mu.Unlock()
@@ -165,14 +184,14 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 	// goroutine, and a subscriber may call the group.
 	err := g.b.enter(g.ctx, &t.node, false)
 	g.mu.Lock()
-	g.pending = slices.DeleteFunc(g.pending, func(p *task[T]) bool { return p == t })
+	g.pending = slices.DeleteFunc(g.pending, func(p *gtask[T]) bool { return p == t })
 	if err != nil { // never in the pool: no place in Wait's values
 		g.inPool--
+		g.left--
 		t.inGroup = false
-		g.wakeLocked()
+		g.signalLocked()
 		g.mu.Unlock()
 		t.err = err
-		t.settle() // for a Go waiting for it as the oldest (oldestLocked)
 		t.drop()
 		return false
 	}
@@ -182,10 +201,17 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 }
 
 // placeLocked gives t, a task TryGo submitted, its index, once.
-func (g *Group[T]) placeLocked(t *task[T]) {
-	if t.gi < 0 {
-		t.gi = len(g.ts)
-		g.ts = append(g.ts, t)
+func (g *Group[T]) placeLocked(t *gtask[T]) {
+	if t.gi >= 0 {
+		return
+	}
+	t.gi = len(g.ts)
+	g.ts = append(g.ts, t)
+	g.vals = append(g.vals, *new(T))
+	if t.ended {
+		if g.ts[t.gi] = nil; t.err == nil {
+			g.vals[t.gi] = t.v
+		}
 	}
 }
 
@@ -198,22 +224,11 @@ func (g *Group[T]) placeLocked(t *task[T]) {
 func (g *Group[T]) Wait() ([]T, error) {
 	g.usable("Wait", true)
 	g.mu.Lock()
-	for i := g.next; i < len(g.ts); i++ {
-		if t := g.ts[i]; t != nil { // nil: a concurrent Go moved its value
-			g.mu.Unlock()
-			_, _ = t.p.Future().Wait(&g.waitCtx)
-			g.mu.Lock()
-		}
+	for g.left > 0 {
+		g.awaitLocked(g.oldestLocked())
 	}
-	vals := make([]T, len(g.ts))
-	copy(vals, g.vals)
-	for i := g.next; i < len(g.ts); i++ {
-		if t := g.ts[i]; t != nil {
-			if v, err := t.p.Future().Result(); err == nil {
-				vals[i] = v
-			}
-		}
-	}
+	vals := slices.Clip(g.vals) // a later Go appends to a copy
+	g.vals = vals
 	err := g.err
 	g.mu.Unlock()
 	g.cancel(nil)
@@ -221,6 +236,33 @@ func (g *Group[T]) Wait() ([]T, error) {
 		return vals, nil
 	}
 	return vals, err
+}
+
+// awaitLocked waits until signalLocked is called. In a task of the pool
+// (by), it first has that task help t, the group's oldest task in the
+// pool, if t is queued: t runs in by's slot. g.mu is held, released
+// meanwhile.
+func (g *Group[T]) awaitLocked(t *gtask[T]) {
+	if g.by != nil && t != nil {
+		gen := g.gen
+		g.mu.Unlock()
+		busy := g.by.Help(&t.node, nil)
+		if busy != nil {
+			<-busy
+		}
+		g.mu.Lock()
+		if busy != nil || g.gen != gen {
+			return
+		}
+	}
+	g.cond.Wait()
+}
+
+// signalLocked wakes the group's waits to look again: a task ended or left
+// the pool, or the group failed.
+func (g *Group[T]) signalLocked() {
+	g.gen++
+	g.cond.Broadcast()
 }
 
 // usable panics for a nil or zero Group, or (fnOK false) a nil function.
@@ -235,35 +277,34 @@ func (g *Group[T]) usable(name string, fnOK bool) {
 
 // end is what the pool calls for a task of the group: with its failure
 // (err; a panic as a *bulkhead.PanicError), first from the task's worker
-// before its slot is freed and its future completed; then once it is out
-// of the pool (out). The first failure stops the group: its queued tasks
-// leave the queue, then its context is cancelled with the group's error as
-// the cause (the context first would let the running tasks end and their
-// workers start queued tasks meanwhile).
+// before its slot is freed; then once it is out of the pool (out), before
+// settle. The first failure stops the group: its queued tasks leave the
+// queue, then its context is cancelled with the group's error as the cause
+// (the context first would let the running tasks end and their workers
+// start queued tasks meanwhile).
 func (g *Group[T]) end(n *node, err error, out bool) {
 	g.mu.Lock()
 	if out && n.inGroup { // else take started another task in its place
 		g.inPool--
 		n.inGroup = false
-		g.wakeLocked()
+		g.signalLocked()
 	}
 	first := err != nil && g.err == nil
+	var rest []*gtask[T]
 	if first {
 		if n.gi < 0 { // a TryGo's task that fails before TryGo returns
 			g.placeLocked(g.pendingLocked(n))
 		}
 		g.err = &future.TaskError{Index: n.gi, Err: err}
-		g.wakeLocked()
-	}
-	cause := g.err
-	var rest []*task[T]
-	if first {
+		g.signalLocked()
+		g.oldestLocked() // moves next on
 		rest = slices.Concat(g.ts[g.next:], g.pending)
 	}
+	cause := g.err
 	g.mu.Unlock()
 	if first {
 		for _, t := range rest {
-			if &t.node != n {
+			if t != nil && &t.node != n {
 				g.b.dropQueued(&t.node, context.Canceled, bulkhead.EventCancelled)
 			}
 		}
@@ -290,20 +331,15 @@ func (g *Group[T]) take(n *node) *node {
 		return nil
 	}
 	n.inGroup, t.inGroup, g.hand = false, true, nil
-	g.handed <- true
+	g.signalLocked()
 	return &t.node
 }
 
-// wakeLocked wakes a Go waiting at the limit to look again.
-func (g *Group[T]) wakeLocked() {
-	if g.hand != nil {
-		g.hand = nil
-		g.handed <- false
-	}
-}
+// taker is the Group's side of the hook in finishMore.
+type taker interface{ take(n *node) *node }
 
 // pendingLocked returns the pending task whose node is n.
-func (g *Group[T]) pendingLocked(n *node) *task[T] {
+func (g *Group[T]) pendingLocked(n *node) *gtask[T] {
 	for _, t := range g.pending {
 		if &t.node == n {
 			return t
@@ -312,29 +348,13 @@ func (g *Group[T]) pendingLocked(n *node) *task[T] {
 	panic("pool: a Group task with no index is not pending")
 }
 
-// refused completes t, which the pool did not take, with err, the group's
+// refused ends t, which the pool did not take, with err, the group's
 // failure if it is the first.
-func (g *Group[T]) refused(t *task[T], err error, counted bool) {
+func (g *Group[T]) refused(t *gtask[T], err error, counted bool) {
 	g.end(&t.node, err, counted)
 	t.err = err
-	t.settle()
 	t.drop()
-}
-
-// harvestLocked moves the values of the tasks at next that have ended to
-// vals, and forgets the tasks. ts ends with a task of Go's that has not.
-func (g *Group[T]) harvestLocked() {
-	for ; ; g.next++ {
-		v, err := g.ts[g.next].p.Future().Result()
-		if err == future.ErrNotDone {
-			return
-		}
-		if err != nil {
-			v = *new(T)
-		}
-		g.vals = append(g.vals, v)
-		g.ts[g.next] = nil
-	}
+	t.settle()
 }
 
 // stoppedLocked reports whether Go must submit nothing more. Err is an
@@ -352,19 +372,18 @@ func (g *Group[T]) roomLocked() bool {
 	return lim < 0 || g.inPool < lim
 }
 
-// oldestLocked returns the oldest task of the group in the pool; the group
-// is at its limit, so there is one.
-func (g *Group[T]) oldestLocked() *task[T] {
-	g.harvestLocked()
-	for _, ts := range [2][]*task[T]{g.ts[g.next:], g.pending} {
+// oldestLocked moves next past the ended tasks and returns the oldest task
+// of the group in the pool, or nil.
+func (g *Group[T]) oldestLocked() *gtask[T] {
+	for g.next < len(g.ts) && g.ts[g.next] == nil {
+		g.next++
+	}
+	for _, ts := range [2][]*gtask[T]{g.ts[g.next:], g.pending} {
 		for _, t := range ts {
-			if t.inGroup {
+			if t != nil && t.inGroup {
 				return t
 			}
 		}
 	}
-	panic("pool: Group at its limit with no task in the pool")
+	return nil
 }
-
-// taker is the Group's side of the hook in finishMore.
-type taker interface{ take(n *node) *node }
