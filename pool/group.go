@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
@@ -46,7 +47,8 @@ type Group[T any] struct {
 	// hand is the task of a Go waiting at the limit, for the worker of a
 	// task of the group leaving the pool to start in that task's slot:
 	// no queue, no other worker (see take; G4_FanOut/ours_pool_Group).
-	hand *gtask[T]
+	// Stored with mu held; take loads it without, to skip the lock.
+	hand atomic.Pointer[gtask[T]]
 }
 
 // gtask is a task of a Group: the group keeps its value, so it has no
@@ -61,10 +63,16 @@ type gtask[T any] struct {
 
 func (t *gtask[T]) exec() { t.v, t.err = t.fn(&t.node) }
 
-// settle records the end of t: its value if it succeeded.
+// settle records the end of t, out of the pool: its value if it
+// succeeded. It counts t out of the pool too, so that a task takes the
+// group's lock once as it ends (G4_FanOut/ours_pool_Group).
 func (t *gtask[T]) settle() {
 	g := t.g
 	g.mu.Lock()
+	if t.inGroup { // else take started another task in its place
+		g.inPool--
+		t.inGroup = false
+	}
 	t.fn, t.ended = nil, true
 	if t.gi >= 0 {
 		if t.err == nil {
@@ -134,22 +142,16 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	g.ts = append(g.ts, t)
 	g.vals = append(g.vals, *new(T))
 	g.left++
-	for !g.stoppedLocked() && !g.roomLocked() {
-		if g.by != nil || g.hand != nil {
+	stopped := g.stoppedLocked()
+	for !stopped && !g.roomLocked() {
+		if g.by != nil || g.hand.Load() != nil {
 			g.awaitLocked(g.oldestLocked())
-			continue
-		}
-		g.hand = t
-		for g.hand == t && !g.stoppedLocked() && !g.roomLocked() {
-			g.cond.Wait()
-		}
-		if g.hand != t { // take started it
+		} else if g.handLocked(t) {
 			g.mu.Unlock()
 			return
 		}
-		g.hand = nil
+		stopped = g.stoppedLocked()
 	}
-	stopped := g.stoppedLocked()
 	if !stopped {
 		g.inPool++
 		t.inGroup = true
@@ -160,6 +162,20 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	} else if err := g.b.enter(g.ctx, &t.node, true); err != nil {
 		g.refused(t, err, true)
 	}
+}
+
+// handLocked offers t to take, and waits until take started it (true), or
+// the group has room or has stopped. g.mu is held, released meanwhile.
+func (g *Group[T]) handLocked(t *gtask[T]) bool {
+	g.hand.Store(t)
+	for g.hand.Load() == t && !g.stoppedLocked() && !g.roomLocked() {
+		g.cond.Wait()
+	}
+	if g.hand.Load() != t {
+		return true
+	}
+	g.hand.Store(nil)
+	return false
 }
 
 // TryGo submits fn as the group's next task if it can without waiting, and
@@ -278,18 +294,16 @@ func (g *Group[T]) usable(name string, fnOK bool) {
 // end is what the pool calls for a task of the group: with its failure
 // (err; a panic as a *bulkhead.PanicError), first from the task's worker
 // before its slot is freed; then once it is out of the pool (out), before
-// settle. The first failure stops the group: its queued tasks leave the
-// queue, then its context is cancelled with the group's error as the cause
-// (the context first would let the running tasks end and their workers
-// start queued tasks meanwhile).
+// settle, which counts it out. The first failure stops the group: its
+// queued tasks leave the queue, then its context is cancelled with the
+// group's error as the cause (the context first would let the running
+// tasks end and their workers start queued tasks meanwhile).
 func (g *Group[T]) end(n *node, err error, out bool) {
-	g.mu.Lock()
-	if out && n.inGroup { // else take started another task in its place
-		g.inPool--
-		n.inGroup = false
-		g.signalLocked()
+	if err == nil {
+		return
 	}
-	first := err != nil && g.err == nil
+	g.mu.Lock()
+	first := g.err == nil
 	var rest []*gtask[T]
 	if first {
 		if n.gi < 0 { // a TryGo's task that fails before TryGo returns
@@ -318,9 +332,12 @@ func (g *Group[T]) end(n *node, err error, out bool) {
 // counted in the group's place of n, for the worker to start in n's slot
 // (G4_FanOut/ours_pool_Group), or nil.
 func (g *Group[T]) take(n *node) *node {
+	if g.hand.Load() == nil {
+		return nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	t := g.hand
+	t := g.hand.Load()
 	if t == nil || !n.inGroup || g.stoppedLocked() {
 		return nil
 	}
@@ -330,7 +347,8 @@ func (g *Group[T]) take(n *node) *node {
 	if !room {
 		return nil
 	}
-	n.inGroup, t.inGroup, g.hand = false, true, nil
+	n.inGroup, t.inGroup = false, true
+	g.hand.Store(nil)
 	g.signalLocked()
 	return &t.node
 }
