@@ -29,8 +29,7 @@ type Group[T any] struct {
 	by *node
 
 	mu   sync.Mutex
-	cond sync.Cond // on mu, broadcast by signalLocked
-	gen  int       // signalLocked's count
+	cond sync.Cond // on mu: a task ended, or the group failed
 	// ts are the tasks in Go order, each nil once ended, so that a fan-out
 	// keeps about its limit of tasks alive, not all of them; ts[:next]
 	// have ended. vals are their values, set as they end.
@@ -44,10 +43,8 @@ type Group[T any] struct {
 	inPool  int // tasks submitted and not yet out of the pool (see end)
 	limit   int // SetLimit's; 0: the pool's MaxWorkers
 	err     *future.TaskError
-	// hand is the task of a Go waiting at the limit, for the worker of a
-	// task of the group leaving the pool to start in that task's slot:
-	// no queue, no other worker (see take; G4_FanOut/ours_pool_Group).
-	// Stored with mu held; take loads it without, to skip the lock.
+	// hand is the task of a Go waiting at the limit, for take (stored with
+	// mu held, loaded without, to skip the lock: G4_FanOut/ours_pool_Group).
 	hand atomic.Pointer[gtask[T]]
 }
 
@@ -63,26 +60,28 @@ type gtask[T any] struct {
 
 func (t *gtask[T]) exec() { t.v, t.err = t.fn(&t.node) }
 
-// settle records the end of t, out of the pool: its value if it
-// succeeded. It counts t out of the pool too, so that a task takes the
-// group's lock once as it ends (G4_FanOut/ours_pool_Group).
+// settle records the end of t and counts it out of the pool: the group's
+// lock once per task, not in end too (G4_FanOut/ours_pool_Group).
 func (t *gtask[T]) settle() {
 	g := t.g
 	g.mu.Lock()
 	if t.inGroup { // else take started another task in its place
 		g.inPool--
-		t.inGroup = false
 	}
-	t.fn, t.ended = nil, true
+	t.fn, t.ended, t.inGroup = nil, true, false
 	if t.gi >= 0 {
-		if t.err == nil {
-			g.vals[t.gi] = t.v
-		}
-		g.ts[t.gi] = nil
+		g.keepLocked(t)
 	}
 	g.left--
-	g.signalLocked()
+	g.cond.Broadcast()
 	g.mu.Unlock()
+}
+
+// keepLocked moves the value of t, ended, to vals and forgets t.
+func (g *Group[T]) keepLocked(t *gtask[T]) {
+	if g.ts[t.gi] = nil; t.err == nil {
+		g.vals[t.gi] = t.v
+	}
 }
 
 // NewGroup returns an empty Group that runs its tasks on b, with a context
@@ -142,15 +141,21 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	g.ts = append(g.ts, t)
 	g.vals = append(g.vals, *new(T))
 	g.left++
-	stopped := g.stoppedLocked()
-	for !stopped && !g.roomLocked() {
-		if g.by != nil || g.hand.Load() != nil {
-			g.awaitLocked(g.oldestLocked())
-		} else if g.handLocked(t) {
+	stopped, offered := g.stoppedLocked(), false
+	for !stopped && !g.roomLocked(0) {
+		if !offered && g.by == nil && g.hand.Load() == nil {
+			g.hand.Store(t) // for take
+			offered = true
+		}
+		g.awaitLocked()
+		if offered && g.hand.Load() != t { // take started t
 			g.mu.Unlock()
 			return
 		}
 		stopped = g.stoppedLocked()
+	}
+	if offered {
+		g.hand.Store(nil)
 	}
 	if !stopped {
 		g.inPool++
@@ -158,24 +163,10 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	}
 	g.mu.Unlock()
 	if stopped {
-		g.refused(t, context.Cause(g.ctx), false)
+		g.refused(t, context.Cause(g.ctx))
 	} else if err := g.b.enter(g.ctx, &t.node, true); err != nil {
-		g.refused(t, err, true)
+		g.refused(t, err)
 	}
-}
-
-// handLocked offers t to take, and waits until take started it (true), or
-// the group has room or has stopped. g.mu is held, released meanwhile.
-func (g *Group[T]) handLocked(t *gtask[T]) bool {
-	g.hand.Store(t)
-	for g.hand.Load() == t && !g.stoppedLocked() && !g.roomLocked() {
-		g.cond.Wait()
-	}
-	if g.hand.Load() != t {
-		return true
-	}
-	g.hand.Store(nil)
-	return false
 }
 
 // TryGo submits fn as the group's next task if it can without waiting, and
@@ -185,7 +176,7 @@ func (g *Group[T]) handLocked(t *gtask[T]) bool {
 func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 	g.usable("TryGo", fn != nil)
 	g.mu.Lock()
-	if g.stoppedLocked() || !g.roomLocked() {
+	if g.stoppedLocked() || !g.roomLocked(0) {
 		g.mu.Unlock()
 		return false
 	}
@@ -205,7 +196,7 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 		g.inPool--
 		g.left--
 		t.inGroup = false
-		g.signalLocked()
+		g.cond.Broadcast()
 		g.mu.Unlock()
 		t.err = err
 		t.drop()
@@ -225,9 +216,7 @@ func (g *Group[T]) placeLocked(t *gtask[T]) {
 	g.ts = append(g.ts, t)
 	g.vals = append(g.vals, *new(T))
 	if t.ended {
-		if g.ts[t.gi] = nil; t.err == nil {
-			g.vals[t.gi] = t.v
-		}
+		g.keepLocked(t)
 	}
 }
 
@@ -241,7 +230,7 @@ func (g *Group[T]) Wait() ([]T, error) {
 	g.usable("Wait", true)
 	g.mu.Lock()
 	for g.left > 0 {
-		g.awaitLocked(g.oldestLocked())
+		g.awaitLocked()
 	}
 	vals := slices.Clip(g.vals) // a later Go appends to a copy
 	g.vals = vals
@@ -254,31 +243,24 @@ func (g *Group[T]) Wait() ([]T, error) {
 	return vals, err
 }
 
-// awaitLocked waits until signalLocked is called. In a task of the pool
-// (by), it first has that task help t, the group's oldest task in the
-// pool, if t is queued: t runs in by's slot. g.mu is held, released
-// meanwhile.
-func (g *Group[T]) awaitLocked(t *gtask[T]) {
-	if g.by != nil && t != nil {
-		gen := g.gen
-		g.mu.Unlock()
-		busy := g.by.Help(&t.node, nil)
-		if busy != nil {
-			<-busy
-		}
-		g.mu.Lock()
-		if busy != nil || g.gen != gen {
-			return
+// awaitLocked waits for a task of the group to end, with g.mu held and
+// released meanwhile. In a task of the pool (by), if the group's oldest
+// task in the pool is queued, it runs it in by's slot instead.
+func (g *Group[T]) awaitLocked() {
+	if g.by != nil {
+		if t := g.oldestLocked(); t != nil {
+			g.mu.Unlock()
+			busy := g.by.Help(&t.node, nil)
+			if busy != nil {
+				<-busy
+			}
+			g.mu.Lock()
+			if busy != nil || !t.inGroup { // t is out of the pool: look again
+				return
+			}
 		}
 	}
 	g.cond.Wait()
-}
-
-// signalLocked wakes the group's waits to look again: a task ended or left
-// the pool, or the group failed.
-func (g *Group[T]) signalLocked() {
-	g.gen++
-	g.cond.Broadcast()
 }
 
 // usable panics for a nil or zero Group, or (fnOK false) a nil function.
@@ -310,7 +292,7 @@ func (g *Group[T]) end(n *node, err error, out bool) {
 			g.placeLocked(g.pendingLocked(n))
 		}
 		g.err = &future.TaskError{Index: n.gi, Err: err}
-		g.signalLocked()
+		g.cond.Broadcast()
 		g.oldestLocked() // moves next on
 		rest = slices.Concat(g.ts[g.next:], g.pending)
 	}
@@ -327,10 +309,10 @@ func (g *Group[T]) end(n *node, err error, out bool) {
 }
 
 // take is what the worker of n, a task of the group leaving the pool,
-// calls with the pool's lock held when the pool has nothing queued or
-// waiting for its slot: it returns the task of a Go waiting at the limit,
-// counted in the group's place of n, for the worker to start in n's slot
-// (G4_FanOut/ours_pool_Group), or nil.
+// calls with the pool's lock held and nothing else waiting for n's slot:
+// it returns the task of a Go waiting at the limit, counted in the pool in
+// n's place, for the worker to start in n's slot, or nil. No queue, no
+// other worker, no submit by Go (G4_FanOut/ours_pool_Group).
 func (g *Group[T]) take(n *node) *node {
 	if g.hand.Load() == nil {
 		return nil
@@ -338,18 +320,12 @@ func (g *Group[T]) take(n *node) *node {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t := g.hand.Load()
-	if t == nil || !n.inGroup || g.stoppedLocked() {
-		return nil
-	}
-	g.inPool--
-	room := g.roomLocked()
-	g.inPool++
-	if !room {
+	if t == nil || !n.inGroup || g.stoppedLocked() || !g.roomLocked(1) {
 		return nil
 	}
 	n.inGroup, t.inGroup = false, true
 	g.hand.Store(nil)
-	g.signalLocked()
+	g.cond.Broadcast()
 	return &t.node
 }
 
@@ -368,8 +344,8 @@ func (g *Group[T]) pendingLocked(n *node) *gtask[T] {
 
 // refused ends t, which the pool did not take, with err, the group's
 // failure if it is the first.
-func (g *Group[T]) refused(t *gtask[T], err error, counted bool) {
-	g.end(&t.node, err, counted)
+func (g *Group[T]) refused(t *gtask[T], err error) {
+	g.end(&t.node, err, true)
 	t.err = err
 	t.drop()
 	t.settle()
@@ -381,13 +357,14 @@ func (g *Group[T]) stoppedLocked() bool {
 	return g.err != nil || g.ctx.Err() != nil
 }
 
-// roomLocked reports whether the group may put one more task in the pool.
-func (g *Group[T]) roomLocked() bool {
+// roomLocked reports whether the group may put one more task in the pool
+// once out of its tasks there have left.
+func (g *Group[T]) roomLocked(out int) bool {
 	lim := g.limit
 	if lim == 0 {
 		lim = g.b.cfg.Load().MaxWorkers
 	}
-	return lim < 0 || g.inPool < lim
+	return lim < 0 || g.inPool-out < lim
 }
 
 // oldestLocked moves next past the ended tasks and returns the oldest task
