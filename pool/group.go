@@ -24,9 +24,7 @@ type Group[T any] struct {
 	b      *Bulkhead
 	ctx    context.Context // the tasks' context, cancelled by the first failure
 	cancel context.CancelCauseFunc
-	// by is the task of b that ctx is or derives from, if any: there the
-	// group's waits help its queued tasks (see "Waiting inside a task").
-	by *node
+	by     *node // the task ctx is or derives from: Go and Wait help there
 
 	mu   sync.Mutex
 	cond sync.Cond // on mu: a task ended, or the group failed
@@ -35,12 +33,12 @@ type Group[T any] struct {
 	// have ended. vals are their values, set as they end.
 	ts   []*gtask[T]
 	vals []T
-	// pending are TryGo's tasks being submitted, not yet in ts: a task
-	// takes its place only once the pool took it, or when it fails first.
+	// pending are TryGo's tasks being submitted, placed in ts once the pool
+	// took them or one fails first.
 	pending []*gtask[T]
 	next    int
 	left    int // tasks in ts or pending not ended yet
-	inPool  int // tasks submitted and not yet out of the pool (see end)
+	inPool  int // tasks submitted and not yet out of the pool (see settle)
 	limit   int // SetLimit's; 0: the pool's MaxWorkers
 	err     *future.TaskError
 	// hand is the task of a Go waiting at the limit, for take (stored with
@@ -92,9 +90,7 @@ func NewGroup[T any](ctx context.Context, b *Bulkhead) *Group[T] {
 		misuse("NewGroup", ctx, b)
 	}
 	g := &Group[T]{b: b}
-	if by, _ := ctx.Value(join.Key).(*node); by != nil && by.pool() == b {
-		g.by = by
-	}
+	g.by, _ = ctx.Value(join.Key).(*node)
 	g.cond.L = &g.mu
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
 	return g

@@ -794,7 +794,7 @@ func (b *Bulkhead) finishMore(n *node, start time.Time, leaving bool) (next *nod
 		}
 	}
 	if next == nil && grp != nil && b.keys == nil && b.free() && !b.closed.Load() {
-		// Group hook (issue 20): a Go waiting at grp's limit starts in n's slot (G4_FanOut/ours_pool_Group).
+		// A Go waiting at grp's limit starts in n's slot: see Group.take.
 		if next = grp.(taker).take(n); next != nil {
 			b.startLocked(next)
 		}
@@ -807,9 +807,6 @@ func (b *Bulkhead) finishMore(n *node, start time.Time, leaving bool) (next *nod
 	sh := b.takeShedLocked()
 	b.mu.Unlock()
 	n.drop()
-	if grp != nil {
-		grp.end(n, nil, true)
-	}
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
 		b.invoke(next)
