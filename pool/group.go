@@ -71,8 +71,8 @@ func (t *gtask[T]) settle() {
 		g.keepLocked(t)
 	}
 	g.left--
-	g.cond.Broadcast()
 	g.mu.Unlock()
+	g.cond.Broadcast() // unlocked: the woken take the lock at once
 }
 
 // keepLocked moves the value of t, ended, to vals and forgets t.
@@ -314,13 +314,14 @@ func (g *Group[T]) take(n *node) *node {
 		return nil
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	t := g.hand.Load()
 	if t == nil || !n.inGroup || g.stoppedLocked() || !g.roomLocked(1) {
+		g.mu.Unlock()
 		return nil
 	}
 	n.inGroup, t.inGroup = false, true
 	g.hand.Store(nil)
+	g.mu.Unlock()
 	g.cond.Broadcast()
 	return &t.node
 }
