@@ -28,6 +28,7 @@ type Group[T any] struct {
 
 	mu   sync.Mutex
 	cond sync.Cond // on mu: a task ended, or the group failed
+	eager int      // waits to wake at every task's end, not only the last's (awaitLocked)
 	// ts are the tasks in Go order, each nil once ended, so that a fan-out
 	// keeps about its limit of tasks alive, not all of them; ts[:next]
 	// have ended. vals are their values, set as they end.
@@ -71,8 +72,11 @@ func (t *gtask[T]) settle() {
 		g.keepLocked(t)
 	}
 	g.left--
+	wake := g.left == 0 || g.eager > 0
 	g.mu.Unlock()
-	g.cond.Broadcast() // unlocked: the woken take the lock at once
+	if wake { // unlocked: the woken take the lock at once
+		g.cond.Broadcast()
+	}
 }
 
 // keepLocked moves the value of t, ended, to vals and forgets t.
@@ -143,7 +147,7 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 			g.hand.Store(t) // for take
 			offered = true
 		}
-		g.awaitLocked()
+		g.awaitLocked(true)
 		if offered && g.hand.Load() != t { // take started t
 			g.mu.Unlock()
 			return
@@ -226,7 +230,7 @@ func (g *Group[T]) Wait() ([]T, error) {
 	g.usable("Wait", true)
 	g.mu.Lock()
 	for g.left > 0 {
-		g.awaitLocked()
+		g.awaitLocked(g.by != nil) // else woken by the last task only (G4_FanOut/ours_pool_Group)
 	}
 	vals := slices.Clip(g.vals) // a later Go appends to a copy
 	g.vals = vals
@@ -239,10 +243,11 @@ func (g *Group[T]) Wait() ([]T, error) {
 	return vals, err
 }
 
-// awaitLocked waits for a task of the group to end, with g.mu held and
-// released meanwhile. In a task of the pool (by), if the group's oldest
-// task in the pool is queued, it runs it in by's slot instead.
-func (g *Group[T]) awaitLocked() {
+// awaitLocked waits for a task of the group to end (not eager: the last),
+// with g.mu held and released meanwhile. In a task of the pool (by), if the
+// group's oldest task in the pool is queued, it runs it in by's slot
+// instead.
+func (g *Group[T]) awaitLocked(eager bool) {
 	if g.by != nil {
 		if t := g.oldestLocked(); t != nil {
 			g.mu.Unlock()
@@ -256,7 +261,13 @@ func (g *Group[T]) awaitLocked() {
 			}
 		}
 	}
+	if eager {
+		g.eager++
+	}
 	g.cond.Wait()
+	if eager {
+		g.eager--
+	}
 }
 
 // usable panics for a nil or zero Group, or (fnOK false) a nil function.
