@@ -26,9 +26,9 @@ type Group[T any] struct {
 	cancel context.CancelCauseFunc
 	by     *node // the task ctx is or derives from: Go and Wait help there
 
-	mu   sync.Mutex
-	cond sync.Cond // on mu: a task ended, or the group failed
-	eager int      // waits to wake at every task's end, not only the last's (awaitLocked)
+	mu    sync.Mutex
+	cond  sync.Cond // on mu: a task ended, or the group failed
+	eager int       // waits to wake at every task's end, not only the last's (awaitLocked)
 	// ts are the tasks in Go order, each nil once ended, so that a fan-out
 	// keeps about its limit of tasks alive, not all of them; ts[:next]
 	// have ended. vals are their values, set as they end.
