@@ -32,18 +32,15 @@ type Group[T any] struct {
 	// ts are the tasks in Go order, each nil once ended, so that a fan-out
 	// keeps about its limit of tasks alive, not all of them; ts[:next]
 	// have ended. vals are their values, set as they end.
-	ts   []*gtask[T]
-	vals []T
-	// pending are TryGo's tasks being submitted, placed in ts once the pool
-	// took them or one fails first.
-	pending []*gtask[T]
+	ts      []*gtask[T]
+	vals    []T
+	pending []*gtask[T] // TryGo's, placed in ts once the pool took them or one fails
 	next    int
 	left    int // tasks in ts or pending not ended yet
 	inPool  int // tasks submitted and not yet out of the pool (see settle)
 	limit   int // SetLimit's; 0: the pool's MaxWorkers
 	err     *future.TaskError
-	// hand is the task of a Go waiting at the limit, for take (stored with
-	// mu held, loaded without, to skip the lock: G4_FanOut/ours_pool_Group).
+	// hand: a waiting Go's task, for take (loaded without mu: G4_FanOut/ours_pool_Group)
 	hand atomic.Pointer[gtask[T]]
 }
 
@@ -137,9 +134,7 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	g.usable("Go", fn != nil)
 	t := g.newTask(fn)
 	g.mu.Lock()
-	t.gi = len(g.ts)
-	g.ts = append(g.ts, t)
-	g.vals = append(g.vals, *new(T))
+	g.addLocked(t)
 	g.left++
 	stopped, offered := g.stoppedLocked(), false
 	for !stopped && !g.roomLocked(0) {
@@ -209,15 +204,18 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 
 // placeLocked gives t, a task TryGo submitted, its index, once.
 func (g *Group[T]) placeLocked(t *gtask[T]) {
-	if t.gi >= 0 {
-		return
+	if t.gi < 0 {
+		if g.addLocked(t); t.ended {
+			g.keepLocked(t)
+		}
 	}
+}
+
+// addLocked gives t the next index.
+func (g *Group[T]) addLocked(t *gtask[T]) {
 	t.gi = len(g.ts)
 	g.ts = append(g.ts, t)
 	g.vals = append(g.vals, *new(T))
-	if t.ended {
-		g.keepLocked(t)
-	}
 }
 
 // Wait waits until every task the group submitted has ended, then cancels
