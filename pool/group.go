@@ -48,10 +48,9 @@ type Group[T any] struct {
 // future: 240 bytes, not Submit's 320 (G4_FanOut/ours_pool_Group).
 type gtask[T any] struct {
 	node
-	g     *Group[T]
-	fn    func(context.Context) (T, error)
-	v     T
-	ended bool // guarded by g.mu
+	g  *Group[T]
+	fn func(context.Context) (T, error) // nil once ended (guarded by g.mu)
+	v  T
 }
 
 func (t *gtask[T]) exec() { t.v, t.err = t.fn(&t.node) }
@@ -64,7 +63,7 @@ func (t *gtask[T]) settle() {
 	if t.inGroup { // else take started another task in its place
 		g.inPool--
 	}
-	t.fn, t.ended, t.inGroup = nil, true, false
+	t.fn, t.inGroup = nil, false
 	if t.gi >= 0 {
 		g.keepLocked(t)
 	}
@@ -205,7 +204,7 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 // placeLocked gives t, a task TryGo submitted, its index, once.
 func (g *Group[T]) placeLocked(t *gtask[T]) {
 	if t.gi < 0 {
-		if g.addLocked(t); t.ended {
+		if g.addLocked(t); t.fn == nil {
 			g.keepLocked(t)
 		}
 	}
