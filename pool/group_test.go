@@ -890,16 +890,19 @@ func groupChaosRound(t *testing.T, it int) {
 	var mu sync.Mutex
 	want := map[int]int{} // submitted values, by count
 	var wg sync.WaitGroup
-	submitters := []func(r *rand.Rand){
-		func(r *rand.Rand) { // Go
+	goes := func(base int) func(r *rand.Rand) {
+		return func(r *rand.Rand) {
 			for i := range 30 {
 				k := r.IntN(kinds)
 				mu.Lock()
-				want[1000+i]++
+				want[base+i]++
 				mu.Unlock()
-				g.Go(task(k, 1000+i))
+				g.Go(task(k, base+i))
 			}
-		},
+		}
+	}
+	submitters := []func(r *rand.Rand){
+		goes(1000), goes(3000), // two goroutines calling Go
 		func(r *rand.Rand) { // TryGo
 			for i := range 30 {
 				if g.TryGo(task(r.IntN(kinds), 2000+i)) {
