@@ -45,7 +45,7 @@ type Group[T any] struct {
 }
 
 // gtask is a task of a Group: the group keeps its value, so it has no
-// future: 240 bytes, not Submit's 320 (G4_FanOut/ours_pool_Group).
+// future, 80 bytes less than Submit's task for an int (G4_FanOut/ours_pool_Group).
 type gtask[T any] struct {
 	node
 	g  *Group[T]
