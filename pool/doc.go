@@ -73,7 +73,7 @@
 // Not safe, and able to deadlock a pool whose every worker does it: a wait
 // on anything but the pool's futures (a channel, [future.Future.Done], a
 // sync.WaitGroup, errgroup); a Group's Go from one of that Group's own
-// tasks (at the group's limit it waits for its oldest task, maybe the
+// tasks (at the group's limit it waits for one of them to end, maybe the
 // caller); a wait or a Go with a context not derived from
 // the task's own (context.Background(), another task's context captured
 // from an enclosing function); a wait from a goroutine of the task while

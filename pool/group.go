@@ -2,13 +2,13 @@ package pool
 
 import (
 	"context"
-	"runtime"
 	"slices"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/bulkhead-go/bulkhead"
 	"github.com/bulkhead-go/bulkhead/future"
+	"github.com/bulkhead-go/bulkhead/internal/join"
 )
 
 // Group runs a fan-out on a pool bulkhead as one call, as errgroup does on
@@ -24,25 +24,62 @@ type Group[T any] struct {
 	b      *Bulkhead
 	ctx    context.Context // the tasks' context, cancelled by the first failure
 	cancel context.CancelCauseFunc
-	// waitCtx is ctx without its cancellation, for waits on the group's
-	// futures: they do not allocate, and inside a task of the pool they
-	// help (see "Waiting inside a task"). A failure ends the futures.
-	waitCtx valuesOnly
+	by     *node // the task ctx is or derives from: Go and Wait help there
 
-	mu sync.Mutex
-	// ts are the tasks in Go order. ts[:next] have ended: Go moved their
-	// values to vals and cleared their entries, so that an ended task is
-	// garbage at once: a fan-out keeps about its limit of tasks alive, not
-	// all of them, and the collector marks less (G4_FanOut/ours_pool_Group).
-	ts   []*task[T]
-	vals []T // len(vals) == next
-	// pending are TryGo's tasks being submitted, not yet in ts: a task
-	// takes its place only once the pool took it, or when it fails first.
-	pending []*task[T]
+	mu    sync.Mutex
+	cond  sync.Cond // on mu: a task ended, or the group failed
+	eager int       // waits to wake at every task's end, not only the last's (awaitLocked)
+	// ts are the tasks in Go order, each nil once ended, so that a fan-out
+	// keeps about its limit of tasks alive, not all of them; ts[:next]
+	// have ended. vals are their values, set as they end.
+	ts      []*gtask[T]
+	vals    []T
+	pending []*gtask[T] // TryGo's, placed in ts once the pool took them or one fails
 	next    int
-	inPool  int // tasks submitted and not yet out of the pool (see end)
+	left    int // tasks in ts or pending not ended yet
+	inPool  int // tasks submitted and not yet out of the pool (see settle)
 	limit   int // SetLimit's; 0: the pool's MaxWorkers
 	err     *future.TaskError
+	// hand: a waiting Go's task, for take (loaded without mu: G4_FanOut/ours_pool_Group)
+	hand atomic.Pointer[gtask[T]]
+}
+
+// gtask is a task of a Group: the group keeps its value, so it has no
+// future, 80 bytes less than Submit's task for an int (G4_FanOut/ours_pool_Group).
+type gtask[T any] struct {
+	node
+	g  *Group[T]
+	fn func(context.Context) (T, error) // nil once ended (guarded by g.mu)
+	v  T
+}
+
+func (t *gtask[T]) exec() { t.v, t.err = t.fn(&t.node) }
+
+// settle records the end of t and counts it out of the pool: the group's
+// lock once per task, not in end too (G4_FanOut/ours_pool_Group).
+func (t *gtask[T]) settle() {
+	g := t.g
+	g.mu.Lock()
+	if t.inGroup { // else take started another task in its place
+		g.inPool--
+	}
+	t.fn, t.inGroup = nil, false
+	if t.gi >= 0 {
+		g.keepLocked(t)
+	}
+	g.left--
+	wake := g.left == 0 || g.eager > 0
+	g.mu.Unlock()
+	if wake { // unlocked: the woken take the lock at once
+		g.cond.Broadcast()
+	}
+}
+
+// keepLocked moves the value of t, ended, to vals and forgets t.
+func (g *Group[T]) keepLocked(t *gtask[T]) {
+	if g.ts[t.gi] = nil; t.err == nil {
+		g.vals[t.gi] = t.v
+	}
 }
 
 // NewGroup returns an empty Group that runs its tasks on b, with a context
@@ -53,18 +90,17 @@ func NewGroup[T any](ctx context.Context, b *Bulkhead) *Group[T] {
 		misuse("NewGroup", ctx, b)
 	}
 	g := &Group[T]{b: b}
+	g.by, _ = ctx.Value(join.Key).(*node)
+	g.cond.L = &g.mu
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
-	g.waitCtx = valuesOnly{g.ctx}
 	return g
 }
 
-// valuesOnly is [context.WithoutCancel] as a pointer: the standard one's
-// Value boxes it, an allocation per wait (G4_FanOut/ours_pool_Group).
-type valuesOnly struct{ context.Context }
-
-func (*valuesOnly) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (*valuesOnly) Done() <-chan struct{}       { return nil }
-func (*valuesOnly) Err() error                  { return nil }
+func (g *Group[T]) newTask(fn func(context.Context) (T, error)) *gtask[T] {
+	t := &gtask[T]{g: g, fn: fn}
+	t.b, t.j, t.parent, t.grp = g.b, t, g.ctx, g
+	return t
+}
 
 // SetLimit lets at most n of the group's tasks be in the pool at once,
 // queued or running; Go waits for one of them to end before it submits
@@ -83,45 +119,47 @@ func (g *Group[T]) SetLimit(n int) {
 }
 
 // Go submits fn as the group's next task. While the group is at its limit
-// it waits for the oldest of the group's tasks in the pool to end (so a
-// slow task holds back the ones after it); when the pool is full, it waits
-// for room, first in, first out, as [Go] does. After the group has failed,
-// or once its context has ended, Go returns at once and submits nothing; a
-// failure to submit (the context ended, the pool closed) is the group's
-// failure. Either way the task has its place in Wait's values.
+// it waits for one of the group's tasks in the pool to leave it; when the
+// pool is full, it waits for room, first in, first out, as [Go] does. After
+// the group has failed, or once its context has ended, Go returns at once
+// and submits nothing; a failure to submit (the context ended, the pool
+// closed) is the group's failure. Either way the task has its place in
+// Wait's values.
 //
 // Do not call Go from one of the group's own tasks: at the limit, the task
 // it waits for can be the caller itself, and it waits forever, as
 // errgroup's Go does. Use TryGo there, or a Group made inside the task.
 func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	g.usable("Go", fn != nil)
-	t := newTask(g.b, g.ctx, fn)
-	t.grp = g
+	t := g.newTask(fn)
 	g.mu.Lock()
-	t.gi = len(g.ts)
-	g.ts = append(g.ts, t)
-	g.harvestLocked()
-	for !g.stoppedLocked() && !g.roomLocked() {
-		oldest := g.oldestLocked()
-		g.mu.Unlock()
-		_, _ = oldest.p.Future().Wait(&g.waitCtx)
-		// Let the other tasks about to end do so, so that the next check
-		// finds room for several Go calls: without it, at GOMAXPROCS 1
-		// each Go waits for one task, and G4_FanOut/ours_pool_Group takes
-		// 3 to 4 times errgroup's.
-		runtime.Gosched()
-		g.mu.Lock()
+	g.addLocked(t)
+	g.left++
+	stopped, offered := g.stoppedLocked(), false
+	for !stopped && !g.roomLocked(0) {
+		if !offered && g.by == nil && g.hand.Load() == nil {
+			g.hand.Store(t) // for take
+			offered = true
+		}
+		g.awaitLocked(true)
+		if offered && g.hand.Load() != t { // take started t
+			g.mu.Unlock()
+			return
+		}
+		stopped = g.stoppedLocked()
 	}
-	stopped := g.stoppedLocked()
+	if offered {
+		g.hand.Store(nil)
+	}
 	if !stopped {
 		g.inPool++
 		t.inGroup = true
 	}
 	g.mu.Unlock()
 	if stopped {
-		g.refused(t, context.Cause(g.ctx), false)
+		g.refused(t, context.Cause(g.ctx))
 	} else if err := g.b.enter(g.ctx, &t.node, true); err != nil {
-		g.refused(t, err, true)
+		g.refused(t, err)
 	}
 }
 
@@ -132,13 +170,14 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 	g.usable("TryGo", fn != nil)
 	g.mu.Lock()
-	if g.stoppedLocked() || !g.roomLocked() {
+	if g.stoppedLocked() || !g.roomLocked(0) {
 		g.mu.Unlock()
 		return false
 	}
-	t := newTask(g.b, g.ctx, fn)
-	t.grp, t.gi = g, -1
+	t := g.newTask(fn)
+	t.gi = -1
 	g.inPool++
+	g.left++
 	t.inGroup = true
 	g.pending = append(g.pending, t)
 	g.mu.Unlock()
@@ -146,13 +185,14 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 	// goroutine, and a subscriber may call the group.
 	err := g.b.enter(g.ctx, &t.node, false)
 	g.mu.Lock()
-	g.pending = slices.DeleteFunc(g.pending, func(p *task[T]) bool { return p == t })
+	g.pending = slices.DeleteFunc(g.pending, func(p *gtask[T]) bool { return p == t })
 	if err != nil { // never in the pool: no place in Wait's values
 		g.inPool--
+		g.left--
 		t.inGroup = false
+		g.cond.Broadcast()
 		g.mu.Unlock()
 		t.err = err
-		t.settle() // for a Go waiting for it as the oldest (oldestLocked)
 		t.drop()
 		return false
 	}
@@ -162,11 +202,19 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 }
 
 // placeLocked gives t, a task TryGo submitted, its index, once.
-func (g *Group[T]) placeLocked(t *task[T]) {
+func (g *Group[T]) placeLocked(t *gtask[T]) {
 	if t.gi < 0 {
-		t.gi = len(g.ts)
-		g.ts = append(g.ts, t)
+		if g.addLocked(t); t.fn == nil {
+			g.keepLocked(t)
+		}
 	}
+}
+
+// addLocked gives t the next index.
+func (g *Group[T]) addLocked(t *gtask[T]) {
+	t.gi = len(g.ts)
+	g.ts = append(g.ts, t)
+	g.vals = append(g.vals, *new(T))
 }
 
 // Wait waits until every task the group submitted has ended, then cancels
@@ -178,22 +226,11 @@ func (g *Group[T]) placeLocked(t *task[T]) {
 func (g *Group[T]) Wait() ([]T, error) {
 	g.usable("Wait", true)
 	g.mu.Lock()
-	for i := g.next; i < len(g.ts); i++ {
-		if t := g.ts[i]; t != nil { // nil: a concurrent Go moved its value
-			g.mu.Unlock()
-			_, _ = t.p.Future().Wait(&g.waitCtx)
-			g.mu.Lock()
-		}
+	for g.left > 0 {
+		g.awaitLocked(g.by != nil) // else woken by the last task only (G4_FanOut/ours_pool_Group)
 	}
-	vals := make([]T, len(g.ts))
-	copy(vals, g.vals)
-	for i := g.next; i < len(g.ts); i++ {
-		if t := g.ts[i]; t != nil {
-			if v, err := t.p.Future().Result(); err == nil {
-				vals[i] = v
-			}
-		}
-	}
+	vals := slices.Clip(g.vals) // a later Go appends to a copy
+	g.vals = vals
 	err := g.err
 	g.mu.Unlock()
 	g.cancel(nil)
@@ -201,6 +238,33 @@ func (g *Group[T]) Wait() ([]T, error) {
 		return vals, nil
 	}
 	return vals, err
+}
+
+// awaitLocked waits for a task of the group to end (not eager: the last),
+// with g.mu held and released meanwhile. In a task of the pool (by), if the
+// group's oldest task in the pool is queued, it runs it in by's slot
+// instead.
+func (g *Group[T]) awaitLocked(eager bool) {
+	if g.by != nil {
+		if t := g.oldestLocked(); t != nil {
+			g.mu.Unlock()
+			busy := g.by.Help(&t.node, nil)
+			if busy != nil {
+				<-busy
+			}
+			g.mu.Lock()
+			if busy != nil || !t.inGroup { // t is out of the pool: look again
+				return
+			}
+		}
+	}
+	if eager {
+		g.eager++
+	}
+	g.cond.Wait()
+	if eager {
+		g.eager--
+	}
 }
 
 // usable panics for a nil or zero Group, or (fnOK false) a nil function.
@@ -215,33 +279,32 @@ func (g *Group[T]) usable(name string, fnOK bool) {
 
 // end is what the pool calls for a task of the group: with its failure
 // (err; a panic as a *bulkhead.PanicError), first from the task's worker
-// before its slot is freed and its future completed; then once it is out
-// of the pool (out). The first failure stops the group: its queued tasks
-// leave the queue, then its context is cancelled with the group's error as
-// the cause (the context first would let the running tasks end and their
-// workers start queued tasks meanwhile).
+// before its slot is freed; then once it is out of the pool (out), before
+// settle, which counts it out. The first failure stops the group: its
+// queued tasks leave the queue, then its context is cancelled with the
+// group's error as the cause (the context first would let the running
+// tasks end and their workers start queued tasks meanwhile).
 func (g *Group[T]) end(n *node, err error, out bool) {
-	g.mu.Lock()
-	if out {
-		g.inPool--
-		n.inGroup = false
+	if err == nil {
+		return
 	}
-	first := err != nil && g.err == nil
+	g.mu.Lock()
+	first := g.err == nil
+	var rest []*gtask[T]
 	if first {
 		if n.gi < 0 { // a TryGo's task that fails before TryGo returns
 			g.placeLocked(g.pendingLocked(n))
 		}
 		g.err = &future.TaskError{Index: n.gi, Err: err}
-	}
-	cause := g.err
-	var rest []*task[T]
-	if first {
+		g.cond.Broadcast()
+		g.oldestLocked() // moves next on
 		rest = slices.Concat(g.ts[g.next:], g.pending)
 	}
+	cause := g.err
 	g.mu.Unlock()
 	if first {
 		for _, t := range rest {
-			if &t.node != n {
+			if t != nil && &t.node != n {
 				g.b.dropQueued(&t.node, context.Canceled, bulkhead.EventCancelled)
 			}
 		}
@@ -249,8 +312,33 @@ func (g *Group[T]) end(n *node, err error, out bool) {
 	}
 }
 
+// take is what the worker of n, a task of the group leaving the pool,
+// calls with the pool's lock held and nothing else waiting for n's slot:
+// it returns the task of a Go waiting at the limit, counted in the pool in
+// n's place, for the worker to start in n's slot, or nil. No queue, no
+// other worker, no submit by Go (G4_FanOut/ours_pool_Group).
+func (g *Group[T]) take(n *node) *node {
+	if g.hand.Load() == nil {
+		return nil
+	}
+	g.mu.Lock()
+	t := g.hand.Load()
+	if t == nil || !n.inGroup || g.stoppedLocked() || !g.roomLocked(1) {
+		g.mu.Unlock()
+		return nil
+	}
+	n.inGroup, t.inGroup = false, true
+	g.hand.Store(nil)
+	g.mu.Unlock()
+	g.cond.Broadcast()
+	return &t.node
+}
+
+// taker is the Group's side of the hook in finishMore.
+type taker interface{ take(n *node) *node }
+
 // pendingLocked returns the pending task whose node is n.
-func (g *Group[T]) pendingLocked(n *node) *task[T] {
+func (g *Group[T]) pendingLocked(n *node) *gtask[T] {
 	for _, t := range g.pending {
 		if &t.node == n {
 			return t
@@ -259,29 +347,13 @@ func (g *Group[T]) pendingLocked(n *node) *task[T] {
 	panic("pool: a Group task with no index is not pending")
 }
 
-// refused completes t, which the pool did not take, with err, the group's
+// refused ends t, which the pool did not take, with err, the group's
 // failure if it is the first.
-func (g *Group[T]) refused(t *task[T], err error, counted bool) {
-	g.end(&t.node, err, counted)
+func (g *Group[T]) refused(t *gtask[T], err error) {
+	g.end(&t.node, err, true)
 	t.err = err
-	t.settle()
 	t.drop()
-}
-
-// harvestLocked moves the values of the tasks at next that have ended to
-// vals, and forgets the tasks. ts ends with a task of Go's that has not.
-func (g *Group[T]) harvestLocked() {
-	for ; ; g.next++ {
-		v, err := g.ts[g.next].p.Future().Result()
-		if err == future.ErrNotDone {
-			return
-		}
-		if err != nil {
-			v = *new(T)
-		}
-		g.vals = append(g.vals, v)
-		g.ts[g.next] = nil
-	}
+	t.settle()
 }
 
 // stoppedLocked reports whether Go must submit nothing more. Err is an
@@ -290,25 +362,28 @@ func (g *Group[T]) stoppedLocked() bool {
 	return g.err != nil || g.ctx.Err() != nil
 }
 
-// roomLocked reports whether the group may put one more task in the pool.
-func (g *Group[T]) roomLocked() bool {
+// roomLocked reports whether the group may put one more task in the pool
+// once out of its tasks there have left.
+func (g *Group[T]) roomLocked(out int) bool {
 	lim := g.limit
 	if lim == 0 {
 		lim = g.b.cfg.Load().MaxWorkers
 	}
-	return lim < 0 || g.inPool < lim
+	return lim < 0 || g.inPool-out < lim
 }
 
-// oldestLocked returns the oldest task of the group in the pool; the group
-// is at its limit, so there is one.
-func (g *Group[T]) oldestLocked() *task[T] {
-	g.harvestLocked()
-	for _, ts := range [2][]*task[T]{g.ts[g.next:], g.pending} {
+// oldestLocked moves next past the ended tasks and returns the oldest task
+// of the group in the pool, or nil.
+func (g *Group[T]) oldestLocked() *gtask[T] {
+	for g.next < len(g.ts) && g.ts[g.next] == nil {
+		g.next++
+	}
+	for _, ts := range [2][]*gtask[T]{g.ts[g.next:], g.pending} {
 		for _, t := range ts {
-			if t.inGroup {
+			if t != nil && t.inGroup {
 				return t
 			}
 		}
 	}
-	panic("pool: Group at its limit with no task in the pool")
+	return nil
 }

@@ -3,8 +3,12 @@ package pool
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"weak"
+
+	"github.com/bulkhead-go/bulkhead"
 )
 
 // A group keeps the tasks in the pool alive, not the ones that have ended:
@@ -25,9 +29,10 @@ func TestGroupForgetsEndedTasks(t *testing.T) {
 			return i, nil
 		})
 		g.mu.Lock()
-		f := g.ts[i].p.Future()
+		for g.ts[i] != nil { // the next Go finds it ended
+			g.cond.Wait()
+		}
 		g.mu.Unlock()
-		_, _ = f.Wait(context.Background()) // the next Go finds it ended
 	}
 	runtime.GC()
 	runtime.GC()
@@ -49,4 +54,111 @@ func TestGroupForgetsEndedTasks(t *testing.T) {
 	if alive > 1 {
 		t.Errorf("%d of the first %d ended tasks are still alive", alive, n-2)
 	}
+}
+
+// A Go waiting at the group's limit offers its task to the worker of the
+// group's task that leaves the pool (take): started in that slot, it is
+// counted permitted and finished once, with its events, and the pool runs
+// no more than MaxWorkers functions; with a subscriber (the events go out
+// on the worker) it starts on another worker.
+func TestGroupHandOverCounts(t *testing.T) {
+	for _, subscribed := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			b, err := New("hand", Config{MaxWorkers: 1, QueueCapacity: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var events [bulkhead.EventFinished + 1]atomic.Int64
+			if subscribed {
+				defer b.Subscribe(func(e bulkhead.Event) { events[e.Type].Add(1) })()
+			}
+			var running, most atomic.Int64
+			release := make(chan struct{})
+			task := func(i int) func(context.Context) (int, error) {
+				return func(context.Context) (int, error) {
+					most.Store(max(most.Load(), running.Add(1)))
+					defer running.Add(-1)
+					if i == 0 {
+						<-release
+					}
+					return i, nil
+				}
+			}
+			g := NewGroup[int](context.Background(), b)
+			g.SetLimit(1)
+			g.Go(task(0))
+			goReturned := make(chan struct{})
+			go func() {
+				defer close(goReturned)
+				for i := 1; i < 4; i++ {
+					g.Go(task(i))
+				}
+			}()
+			synctest.Wait()
+			if g.hand.Load() == nil {
+				t.Fatal("Go at the limit did not offer its task")
+			}
+			close(release)
+			<-goReturned
+			vals, err := g.Wait()
+			if err != nil || vals[3] != 3 {
+				t.Fatalf("Wait: %v %v", vals, err)
+			}
+			s := b.Stats()
+			if s.Permitted != 4 || s.Finished != 4 || s.InFlight != 0 || most.Load() != 1 {
+				t.Errorf("stats %+v, %d at once; want 4 permitted and finished, 1 at once", s, most.Load())
+			}
+			if err := b.Close(context.Background()); err != nil { // after the last events
+				t.Fatal(err)
+			}
+			if subscribed && (events[bulkhead.EventPermitted].Load() != 4 || events[bulkhead.EventFinished].Load() != 4) {
+				t.Fatalf("%d permitted and %d finished events, want 4 each", events[bulkhead.EventPermitted].Load(), events[bulkhead.EventFinished].Load())
+			}
+		})
+	}
+}
+
+// The worker of a group's task that leaves the pool starts a queued task
+// of another caller before the group's waiting Go: the pool's line first.
+func TestGroupHandOverAfterTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := New("hand", Config{MaxWorkers: 1, QueueCapacity: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := make(chan string, 3)
+		release := make(chan struct{})
+		g := NewGroup[int](context.Background(), b)
+		g.SetLimit(1)
+		g.Go(func(context.Context) (int, error) { <-release; order <- "group 0"; return 0, nil })
+		f, err := Submit(context.Background(), b, func(context.Context) (int, error) { order <- "other"; return 0, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		goReturned := make(chan struct{})
+		go func() {
+			defer close(goReturned)
+			g.Go(func(context.Context) (int, error) { order <- "group 1"; return 1, nil })
+		}()
+		synctest.Wait()
+		close(release)
+		<-goReturned
+		if _, err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		close(order)
+		var got []string
+		for s := range order {
+			got = append(got, s)
+		}
+		if len(got) != 3 || got[1] != "other" {
+			t.Fatalf("order %v, want the other caller's task second", got)
+		}
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -786,6 +786,12 @@ func (b *Bulkhead) finishMore(n *node, start time.Time, leaving bool) (next *nod
 			b.startLocked(next)
 		}
 	}
+	if next == nil && grp != nil && b.keys == nil && b.free() && !b.closed.Load() {
+		// A Go waiting at grp's limit starts in n's slot: see Group.take.
+		if next = grp.(taker).take(n); next != nil {
+			b.startLocked(next)
+		}
+	}
 	var more []*node // a keyed pool's tasks that may start too
 	if n.lane != nil {
 		more = b.kickLocked()
@@ -794,9 +800,6 @@ func (b *Bulkhead) finishMore(n *node, start time.Time, leaving bool) (next *nod
 	sh := b.takeShedLocked()
 	b.mu.Unlock()
 	n.drop()
-	if grp != nil {
-		grp.end(n, nil, true)
-	}
 	pub := b.hub.Active()
 	if next != nil && (leaving || pub) {
 		b.invoke(next)
