@@ -230,8 +230,8 @@ func (f *Future[T]) source() any {
 		return nil
 	}
 	defer f.release()
-	if t, ok := f.canceler.(interface{ source() any }); ok {
-		return t.source()
+	if t, ok := f.canceler.(interface{ chainSource() any }); ok {
+		return t.chainSource()
 	}
 	return f.canceler
 }
@@ -652,7 +652,7 @@ func (t *then[T, U]) Cancel() {
 	t.p.f.complete(zero, context.Canceled)
 }
 
-func (t *then[T, U]) source() any { return t.src.source() }
+func (t *then[T, U]) chainSource() any { return t.src.source() }
 
 // fire runs the stage holding the new future's canceler (t), forgetting fn.
 func (t *then[T, U]) fire(int, bool) due {
