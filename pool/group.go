@@ -40,6 +40,8 @@ type Group[T any] struct {
 	inPool  int // tasks submitted and not yet out of the pool (see settle)
 	limit   int // SetLimit's; 0: the pool's MaxWorkers
 	err     *future.TaskError
+	entered int  // tasks that entered the pool (a by's group looks again: see awaitLocked)
+	watch   bool // a Go waits at the limit: the end of ctx wakes it (see Go)
 	// hand: a waiting Go's task, for take (loaded without mu: G4_FanOut/ours_pool_Group)
 	hand atomic.Pointer[gtask[T]]
 }
@@ -141,6 +143,10 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 			g.hand.Store(t) // for take
 			offered = true
 		}
+		if !g.watch { // once per group, so that the end of ctx stops a waiting Go at once
+			g.watch = true
+			context.AfterFunc(g.ctx, g.wake)
+		}
 		g.awaitLocked(true)
 		if offered && g.hand.Load() != t { // take started t
 			g.mu.Unlock()
@@ -160,7 +166,19 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 		g.refused(t, context.Cause(g.ctx))
 	} else if err := g.b.enter(g.ctx, &t.node, true); err != nil {
 		g.refused(t, err)
+	} else if g.by != nil {
+		g.mu.Lock()
+		g.entered++
+		g.mu.Unlock()
+		g.cond.Broadcast()
 	}
+}
+
+// wake wakes every waiting Go and Wait, to look again.
+func (g *Group[T]) wake() {
+	g.mu.Lock()
+	g.mu.Unlock() // a waiter that looked before ctx ended is asleep now
+	g.cond.Broadcast()
 }
 
 // TryGo submits fn as the group's next task if it can without waiting, and
@@ -197,7 +215,11 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 		return false
 	}
 	g.placeLocked(t)
+	g.entered++
 	g.mu.Unlock()
+	if g.by != nil {
+		g.cond.Broadcast()
+	}
 	return true
 }
 
@@ -243,17 +265,19 @@ func (g *Group[T]) Wait() ([]T, error) {
 // awaitLocked waits for a task of the group to end (not eager: the last),
 // with g.mu held and released meanwhile. In a task of the pool (by), if the
 // group's oldest task in the pool is queued, it runs it in by's slot
-// instead.
+// instead; a task that Go of another goroutine has yet to queue wakes it
+// once queued (entered), since by's slot may be the only one to run it.
 func (g *Group[T]) awaitLocked(eager bool) {
 	if g.by != nil {
 		if t := g.oldestLocked(); t != nil {
+			entered := g.entered
 			g.mu.Unlock()
 			busy := g.by.Help(&t.node, nil)
 			if busy != nil {
 				<-busy
 			}
 			g.mu.Lock()
-			if busy != nil || !t.inGroup { // t is out of the pool: look again
+			if busy != nil || !t.inGroup || g.entered != entered { // look again
 				return
 			}
 		}

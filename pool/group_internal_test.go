@@ -162,3 +162,54 @@ func TestGroupHandOverAfterTheQueue(t *testing.T) {
 		}
 	})
 }
+
+// handCounter is a task's Group that counts the tasks its take hands over.
+type handCounter struct {
+	*Group[int]
+	handed atomic.Int64
+}
+
+func (c *handCounter) take(n *node) *node {
+	next := c.Group.take(n)
+	if next != nil {
+		c.handed.Add(1)
+	}
+	return next
+}
+
+// The hand-over happens: with one worker and a limit of 1, each task of a
+// Go waiting at the limit is started by the worker of the group's task
+// before it (a test that only checks the counts passes without it).
+func TestGroupHandOverHappens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := New("hand", Config{MaxWorkers: 1, QueueCapacity: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		g := NewGroup[int](context.Background(), b)
+		g.SetLimit(1)
+		counter := &handCounter{Group: g}
+		g.Go(func(context.Context) (int, error) { <-release; return 0, nil })
+		b.mu.Lock()
+		g.ts[0].grp = counter // the worker reads grp under b.mu as the task ends
+		b.mu.Unlock()
+		goReturned := make(chan struct{})
+		go func() {
+			defer close(goReturned)
+			g.Go(func(context.Context) (int, error) { return 1, nil })
+		}()
+		synctest.Wait()
+		close(release)
+		<-goReturned
+		if vals, err := g.Wait(); err != nil || vals[1] != 1 {
+			t.Fatalf("Wait: %v %v", vals, err)
+		}
+		if n := counter.handed.Load(); n != 1 {
+			t.Errorf("%d tasks handed over, want 1", n)
+		}
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
