@@ -391,6 +391,7 @@ func (b *Bulkhead) popKeyedLocked() *node {
 	if ks.prio != nil {
 		return b.popPrioLocked()
 	}
+	var t int64 // read once, if a deadline needs it
 	for {
 		l := ks.cursor
 		for l != nil && l.running >= ks.perRun {
@@ -403,30 +404,15 @@ func (b *Bulkhead) popKeyedLocked() *node {
 		}
 		n := l.q.head
 		ks.cursor = l.next // the next turn is the next lane's
-		r, drop := bulkhead.ReasonNone, true
-		if n.stop != nil && n.parent.Err() != nil {
-			b.cancelled++ // failed with the context's error (refuseEach)
-		} else if n.deadline != 0 {
-			r, drop = expired(n, b.now())
-		} else {
-			drop = false
-		}
-		b.unqueueLocked(n)
-		if !drop {
+		if b.takeLocked(n, n, &t) {
 			return n
 		}
-		b.shedLocked(n, r)
-		b.tidyLocked(n)
 	}
 	for n := b.waiting.head; n != nil; {
 		next := n.next
-		if n.lane.q.len == 0 && n.lane.running < ks.perRun {
-			b.unwaitLocked(n)
-			if !b.lateLocked(n) {
-				close(n.ready)
-				return n
-			}
-			b.tidyLocked(n)
+		if n.lane.q.len == 0 && n.lane.running < ks.perRun && b.leaveLineLocked(n) {
+			close(n.ready)
+			return n
 		}
 		n = next
 	}
@@ -444,8 +430,7 @@ func (b *Bulkhead) refillKeyedLocked() {
 	capacity := b.cfg.Load().QueueCapacity
 	for n := b.waiting.head; n != nil && b.queue.len < capacity; {
 		next := n.next
-		if n.lane.q.len < b.keys.perQueue {
-			b.unwaitLocked(n)
+		if n.lane.q.len < b.keys.perQueue && b.leaveLineLocked(n) {
 			b.enqueueLocked(n)
 			close(n.ready)
 		}

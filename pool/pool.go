@@ -383,9 +383,7 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 		for b.waiting.len >= limit {
 			w := b.waiting.head
 			b.unwaitLocked(w)
-			w.state, w.bumped = stDone, true
-			b.rejected[bulkhead.ReasonWaiters].Add(1)
-			close(w.ready)
+			b.bumpLocked(w, bulkhead.ReasonWaiters)
 			bumped = append(bumped, w)
 		}
 	}
@@ -418,17 +416,25 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 	return b.awaitRoom(ctx, n, ready, point)
 }
 
-// lateLocked refuses n, a waiting submitter's task just out of the line,
-// if its deadline less MinDeadlineSlack has come (awaitRoom reports it), so
-// that it is neither started nor queued then. b.mu must be held.
-func (b *Bulkhead) lateLocked(n *node) bool {
-	if !n.byDeadline || n.deadline > b.now() {
+// leaveLineLocked takes n out of the line of waiting submitters and
+// reports whether it may be started or queued: not if its deadline less
+// MinDeadlineSlack has come, which refuses it. b.mu must be held.
+func (b *Bulkhead) leaveLineLocked(n *node) bool {
+	b.unwaitLocked(n)
+	if n.byDeadline && n.deadline <= b.now() {
+		b.bumpLocked(n, bulkhead.ReasonDeadline)
+		b.tidyLocked(n)
 		return false
 	}
-	n.state, n.bumped, n.reason = stDone, true, bulkhead.ReasonDeadline
-	b.rejected[bulkhead.ReasonDeadline].Add(1)
-	close(n.ready)
 	return true
+}
+
+// bumpLocked refuses n, a waiting submitter's task out of the line, for r;
+// its submitter's awaitRoom reports it. b.mu must be held.
+func (b *Bulkhead) bumpLocked(n *node, r bulkhead.Reason) {
+	n.state, n.bumped, n.reason = stDone, true, r
+	b.rejected[r].Add(1)
+	close(n.ready)
 }
 
 // awaitRoom waits until n, the task of a submitter that waits for room, is
@@ -447,10 +453,8 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 	case <-late:
 		b.mu.Lock()
 		if n.state == stWaiting {
-			b.unwaitLocked(n)
-			n.deadline = b.now() // lateLocked's point, whatever the clocks' rounding
-			b.lateLocked(n)
-			b.tidyLocked(n) // a keyed pool's lane with nobody left goes idle
+			n.deadline = b.now() // leaveLineLocked's point, whatever the clocks' rounding
+			b.leaveLineLocked(n)
 		}
 		b.mu.Unlock() // else admitted or refused meanwhile: ready is closed
 	case <-ctx.Done():
@@ -472,8 +476,8 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 	if n.refused {
 		return bulkhead.ErrClosed
 	}
-	if n.bumped { // for a newer submitter or its deadline (counted there); published here, not on its goroutine
-		fe := b.full.Load().err(n.bumpReason(), true)
+	if n.bumped { // counted by bumpLocked; published here, not on its goroutine
+		fe := b.full.Load().err(n.reason, true)
 		if b.hub.Active() {
 			b.publish(bulkhead.EventRejected, fe, b.sinceOrZero(n.queuedAt), 0)
 		}
@@ -505,7 +509,7 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	}
 	n.state = stQueued
 	if b.shadow != nil {
-		b.shadowAdmit(n)
+		b.shadowAdmit(n, false)
 	}
 	if n.lane != nil {
 		b.lanePushLocked(n)
@@ -567,8 +571,7 @@ func (b *Bulkhead) refillLocked() {
 		return
 	}
 	for n := b.waiting.head; n != nil && b.queue.len < b.cfg.Load().QueueCapacity; n = b.waiting.head {
-		b.waiting.remove(n)
-		if !b.lateLocked(n) {
+		if b.leaveLineLocked(n) {
 			b.enqueueLocked(n)
 			close(n.ready)
 		}
@@ -594,26 +597,12 @@ func (b *Bulkhead) popLocked() *node {
 		if b.line.LIFO(b.queue.len) {
 			n = b.queue.tail
 		}
-		if t == 0 && (b.line.Clocked() || n.deadline != 0) {
-			t = b.now()
-		}
-		r, drop := bulkhead.ReasonNone, true
-		switch {
-		case n.stop != nil && n.parent.Err() != nil:
-			b.cancelled++ // failed with the context's error (refuseEach)
-		case b.line.Clocked() && b.line.Serve(t, t-n.joined, t-head.joined):
-			r = bulkhead.ReasonCoDel
-		default:
-			r, drop = expired(n, t)
-		}
-		b.unqueueLocked(n)
-		if !drop {
+		if b.takeLocked(n, head, &t) {
 			return n
 		}
-		b.shedLocked(n, r)
 	}
-	for n := b.waiting.pop(); n != nil; n = b.waiting.pop() {
-		if !b.lateLocked(n) {
+	for n := b.waiting.head; n != nil; n = b.waiting.head {
+		if b.leaveLineLocked(n) {
 			close(n.ready)
 			return n
 		}
@@ -621,17 +610,34 @@ func (b *Bulkhead) popLocked() *node {
 	return nil
 }
 
-// expired reports whether queued n's deadline (QueueTimeout, or its
-// context's less MinDeadlineSlack) has come at t, and the reason to refuse
-// it for.
-func expired(n *node, t int64) (bulkhead.Reason, bool) {
-	switch {
-	case n.deadline != 0 && n.deadline <= t && n.byDeadline:
-		return bulkhead.ReasonDeadline, true // never started too late
-	case n.deadline != 0 && n.deadline <= t:
-		return bulkhead.ReasonTimeout, true
+// takeLocked takes n out of the queue and reports whether it may start
+// (head is the queue's head, for CoDel's sojourn): not if its submitter's
+// context has ended, CoDel sheds it, or its deadline (QueueTimeout, or its
+// context's less MinDeadlineSlack) has come; it then goes to shedNodes. *t
+// is the time, read at the first rule that needs it.
+func (b *Bulkhead) takeLocked(n, head *node, t *int64) bool {
+	if *t == 0 && (b.line.Clocked() || n.deadline != 0) {
+		*t = b.now()
 	}
-	return bulkhead.ReasonNone, false
+	r, drop := bulkhead.ReasonNone, true
+	switch {
+	case n.stop != nil && n.parent.Err() != nil:
+		b.cancelled++ // failed with the context's error (refuseEach)
+	case b.line.Clocked() && b.line.Serve(*t, *t-n.joined, *t-head.joined):
+		r = bulkhead.ReasonCoDel
+	case n.deadline != 0 && n.deadline <= *t && n.byDeadline:
+		r = bulkhead.ReasonDeadline // never started too late
+	case n.deadline != 0 && n.deadline <= *t:
+		r = bulkhead.ReasonTimeout
+	default:
+		drop = false
+	}
+	b.unqueueLocked(n)
+	if drop {
+		b.shedLocked(n, r)
+		b.tidyLocked(n)
+	}
+	return !drop
 }
 
 // shedLocked marks n, taken out of the queue, refused for r (none: its

@@ -54,10 +54,7 @@ func (cs *classes) set(cfg *Config, t int64) {
 // only the lanes below c hold tasks of a class below c.
 func (b *Bulkhead) victimLocked(c int) *node {
 	cs := b.keys.prio
-	var t int64
-	if cs.aging > 0 {
-		t = b.now()
-	}
+	t := cs.now(b)
 	var v *node
 	vc := c
 	for l := range c {
@@ -77,10 +74,7 @@ func (b *Bulkhead) victimLocked(c int) *node {
 // nil if nobody lower waits. b.mu must be held.
 func (b *Bulkhead) bumpPrioLocked(n *node) *node {
 	cs := b.keys.prio
-	var t int64
-	if cs.aging > 0 {
-		t = b.now()
-	}
+	t := cs.now(b)
 	var v *node
 	vc := int(n.lane.class) // n has not waited yet
 	for w := b.waiting.tail; w != nil; w = w.prev {
@@ -96,19 +90,8 @@ func (b *Bulkhead) bumpPrioLocked(n *node) *node {
 		r = bulkhead.ReasonDisplaced
 	}
 	b.unwaitLocked(v)
-	v.state, v.bumped, v.reason = stDone, true, r
-	b.rejected[r].Add(1)
-	close(v.ready)
+	b.bumpLocked(v, r)
 	return v
-}
-
-// bumpReason is the reason a waiting submitter's task n was refused for
-// (for a newer one, displaced, or at its deadline).
-func (n *node) bumpReason() bulkhead.Reason {
-	if n.reason != bulkhead.ReasonNone {
-		return n.reason
-	}
-	return bulkhead.ReasonWaiters
 }
 
 // classOf returns p's lane index, p clamped to the four classes.
@@ -283,6 +266,14 @@ func (b *Bulkhead) stopAgingLocked() {
 	}
 }
 
+// now is b.now() for class, or 0 without Aging, which needs no time.
+func (cs *classes) now(b *Bulkhead) int64 {
+	if cs.aging > 0 {
+		return b.now()
+	}
+	return 0
+}
+
 // class returns queued or waiting n's class, raised by one per Aging it
 // has waited at t (for room, then in the queue), counted from when Aging
 // was switched on if that is later.
@@ -302,7 +293,7 @@ func (cs *classes) class(n *node, t int64) int {
 func (b *Bulkhead) popPrioLocked() *node {
 	cs := b.keys.prio
 	taken := b.active - b.lent
-	t := b.now()
+	t := cs.now(b)
 	for {
 		var best *node
 		bc := -1
@@ -316,28 +307,16 @@ func (b *Bulkhead) popPrioLocked() *node {
 		if best == nil || taken >= cs.workers[bc] {
 			break
 		}
-		r, drop := bulkhead.ReasonNone, true
-		if best.stop != nil && best.parent.Err() != nil {
-			b.cancelled++ // failed with the context's error (refuseEach)
-		} else {
-			r, drop = expired(best, t)
-		}
-		b.unqueueLocked(best)
-		if !drop {
+		if b.takeLocked(best, best, &t) {
 			return best
 		}
-		b.shedLocked(best, r)
 	}
 	for c := len(cs.lanes) - 1; c >= 0 && taken < cs.workers[c]; c-- {
 		for n := b.waiting.head; n != nil; {
 			next := n.next
-			if cs.class(n, t) == c {
-				b.unwaitLocked(n)
-				if !b.lateLocked(n) {
-					close(n.ready)
-					return n
-				}
-				b.tidyLocked(n)
+			if cs.class(n, t) == c && b.leaveLineLocked(n) {
+				close(n.ready)
+				return n
 			}
 			n = next
 		}
@@ -355,18 +334,15 @@ func (b *Bulkhead) popPrioLocked() *node {
 func (b *Bulkhead) refillPrioLocked() {
 	cs := b.keys.prio
 	var t int64
-	if cs.aging > 0 && b.waiting.len > 0 {
-		t = b.now()
+	if b.waiting.len > 0 {
+		t = cs.now(b)
 	}
 	for c := len(cs.lanes) - 1; c >= 0; c-- {
 		for n := b.waiting.head; n != nil && b.queue.len < cs.qus[c]; {
 			next := n.next
-			if cs.class(n, t) == c {
-				b.unwaitLocked(n)
-				if !b.lateLocked(n) {
-					b.enqueueLocked(n)
-					close(n.ready)
-				}
+			if cs.class(n, t) == c && b.leaveLineLocked(n) {
+				b.enqueueLocked(n)
+				close(n.ready)
 			}
 			n = next
 		}
