@@ -297,14 +297,7 @@ func (b *Bulkhead) admitKeyedLocked(ctx context.Context, n *node, wait bool) err
 		b.invoke(n)
 		return nil
 	case l.q.len < ks.perQueue && b.queue.len < b.cfg.Load().QueueCapacity:
-		if b.tooLate(ctx) {
-			b.tidyLocked(n)
-			b.mu.Unlock()
-			return b.refuse(bulkhead.ReasonDeadline)
-		}
-		b.enqueueLocked(n)
-		b.mu.Unlock()
-		return nil
+		return b.queueLocked(ctx, n)
 	case !wait:
 		r := bulkhead.ReasonFull
 		if l.q.len >= ks.perQueue {

@@ -338,18 +338,26 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 		b.invoke(n)
 		return nil
 	case b.queue.len < b.cfg.Load().QueueCapacity:
-		if b.tooLate(ctx) {
-			b.mu.Unlock()
-			return b.refuse(bulkhead.ReasonDeadline)
-		}
-		b.enqueueLocked(n)
-		b.mu.Unlock()
-		return nil
+		return b.queueLocked(ctx, n)
 	case !wait:
 		b.mu.Unlock()
 		return b.reject()
 	}
 	return b.waitLocked(ctx, n, true)
+}
+
+// queueLocked queues n, a new task, unless its submitter's deadline leaves
+// less than MinDeadlineSlack (tooLate). b.mu must be held and the queue
+// have room; it is released.
+func (b *Bulkhead) queueLocked(ctx context.Context, n *node) error {
+	if b.tooLate(ctx) {
+		b.tidyLocked(n)
+		b.mu.Unlock()
+		return b.refuse(bulkhead.ReasonDeadline)
+	}
+	b.enqueueLocked(n)
+	b.mu.Unlock()
+	return nil
 }
 
 // waitLocked has n's submitter wait for room, or (lend) runs n in the slot
@@ -363,29 +371,22 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 		return nil
 	}
 	r := bulkhead.ReasonNone
-	var bumped []*node // the oldest waiting submitters, refused for n
 	switch limit := b.cfg.Load().MaxWaitingCalls; {
 	case b.tooLate(ctx):
 		r = bulkhead.ReasonDeadline
-	case limit > 0 && b.waiting.len >= limit:
-		if b.keys != nil && b.keys.prio != nil { // the lowest class leaves the line (prio.go)
-			if w := b.bumpPrioLocked(n); w != nil {
-				bumped = append(bumped, w)
-			} else {
-				r = bulkhead.ReasonWaiters
-			}
-			break
-		}
-		if !b.line.LIFO(b.queue.len) {
+	case limit <= 0 || b.waiting.len < limit:
+	case b.keys != nil && b.keys.prio != nil: // a waiter of a lower class leaves the line, if any (prio.go)
+		if !b.bumpPrioLocked(n) {
 			r = bulkhead.ReasonWaiters
-			break
 		}
+	case b.line.LIFO(b.queue.len): // the oldest waiters leave the line
 		for b.waiting.len >= limit {
 			w := b.waiting.head
 			b.unwaitLocked(w)
 			b.bumpLocked(w, bulkhead.ReasonWaiters)
-			bumped = append(bumped, w)
 		}
+	default:
+		r = bulkhead.ReasonWaiters
 	}
 	if r != bulkhead.ReasonNone {
 		b.tidyLocked(n)
@@ -408,9 +409,6 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 	b.waiting.push(n)
 	if n.lane != nil {
 		n.lane.waiting++
-		for _, w := range bumped {
-			b.tidyLocked(w)
-		}
 	}
 	b.mu.Unlock()
 	return b.awaitRoom(ctx, n, ready, point)
@@ -437,6 +435,16 @@ func (b *Bulkhead) bumpLocked(n *node, r bulkhead.Reason) {
 	close(n.ready)
 }
 
+// cancelWaitLocked takes n out of the line of waiting submitters, counted
+// Cancelled: its submitter's context ended, or Close refused it. b.mu must
+// be held.
+func (b *Bulkhead) cancelWaitLocked(n *node) {
+	b.unwaitLocked(n)
+	b.tidyLocked(n)
+	b.cancelled++
+	n.state = stDone
+}
+
 // awaitRoom waits until n, the task of a submitter that waits for room, is
 // admitted (started or queued) or refused (by Close, for a newer
 // submitter, or, point > 0, when its deadline less MinDeadlineSlack comes
@@ -460,10 +468,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 	case <-ctx.Done():
 		b.mu.Lock()
 		if n.state == stWaiting {
-			b.unwaitLocked(n)
-			b.tidyLocked(n)
-			b.cancelled++
-			n.state = stDone
+			b.cancelWaitLocked(n)
 			b.mu.Unlock()
 			err := ctx.Err()
 			if b.hub.Active() {
@@ -1091,10 +1096,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	if !b.closed.Load() {
 		b.closed.Store(true)
 		for n := b.waiting.head; n != nil; n = b.waiting.head {
-			b.unwaitLocked(n)
-			b.tidyLocked(n)
-			b.cancelled++
-			n.state = stDone
+			b.cancelWaitLocked(n)
 			n.refused = true
 			close(n.ready)
 			refused = append(refused, n)

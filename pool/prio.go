@@ -70,9 +70,9 @@ func (b *Bulkhead) victimLocked(c int) *node {
 // bumpPrioLocked makes room for n in a full line of submitters waiting
 // for room (MaxWaitingCalls) of a pool with priorities: it refuses the
 // newest waiter of the lowest class (raised by Aging) below n's, with
-// ReasonDisplaced if Displace is on, else ReasonWaiters, and returns it;
-// nil if nobody lower waits. b.mu must be held.
-func (b *Bulkhead) bumpPrioLocked(n *node) *node {
+// ReasonDisplaced if Displace is on, else ReasonWaiters; false if nobody
+// lower waits. b.mu must be held.
+func (b *Bulkhead) bumpPrioLocked(n *node) bool {
 	cs := b.keys.prio
 	t := cs.now(b)
 	var v *node
@@ -83,7 +83,7 @@ func (b *Bulkhead) bumpPrioLocked(n *node) *node {
 		}
 	}
 	if v == nil {
-		return nil
+		return false
 	}
 	r := bulkhead.ReasonWaiters
 	if cs.displace {
@@ -91,7 +91,7 @@ func (b *Bulkhead) bumpPrioLocked(n *node) *node {
 	}
 	b.unwaitLocked(v)
 	b.bumpLocked(v, r)
-	return v
+	return true
 }
 
 // classOf returns p's lane index, p clamped to the four classes.
