@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -270,15 +271,7 @@ type lanes struct {
 // set installs cfg's per-key limits. b.mu must be held (or b unshared).
 func (ks *lanes) set(cfg KeyedConfig) {
 	ks.maxRun, ks.maxQueue = cfg.MaxRunningPerKey, cfg.QueueCapacityPerKey
-	ks.perRun, ks.perQueue = cmp0(cfg.MaxRunningPerKey, MaxLimit), cmp0(cfg.QueueCapacityPerKey, cfg.QueueCapacity)
-}
-
-// cmp0 returns v, or def if v is 0.
-func cmp0(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
+	ks.perRun, ks.perQueue = cmp.Or(cfg.MaxRunningPerKey, MaxLimit), cmp.Or(cfg.QueueCapacityPerKey, cfg.QueueCapacity)
 }
 
 // startable reports whether n, queued, is next in its lane and its lane

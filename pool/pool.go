@@ -586,12 +586,8 @@ func (b *Bulkhead) refillLocked() {
 
 // popLocked takes the next waiting task, or nil, for the caller to start:
 // the queue's next by the Config's order (its head, or its tail while
-// LIFO), else the oldest waiting submitter's. The tasks dropped instead go
-// to shedNodes, for the caller to fail once b.mu is released
-// (takeShedLocked): those CoDel sheds, those past their QueueTimeout or
-// deadline, and those whose submitter's context has ended (the drop that
-// context.AfterFunc runs may not have the lock yet), so that none of them
-// starts or holds back the line.
+// LIFO), else the oldest waiting submitter's. The tasks takeLocked refuses
+// on the way go to shedNodes, so that none starts or holds back the line.
 func (b *Bulkhead) popLocked() *node {
 	if b.keys != nil {
 		return b.popKeyedLocked()
@@ -617,41 +613,36 @@ func (b *Bulkhead) popLocked() *node {
 
 // takeLocked takes n out of the queue and reports whether it may start
 // (head is the queue's head, for CoDel's sojourn): not if its submitter's
-// context has ended, CoDel sheds it, or its deadline (QueueTimeout, or its
-// context's less MinDeadlineSlack) has come; it then goes to shedNodes. *t
-// is the time, read at the first rule that needs it.
+// context has ended (the drop that context.AfterFunc runs may not have the
+// lock yet), CoDel sheds it, or its deadline (QueueTimeout, or its
+// context's less MinDeadlineSlack) has come; it then sheds it. *t is the
+// time, read at the first rule that needs it.
 func (b *Bulkhead) takeLocked(n, head *node, t *int64) bool {
 	if *t == 0 && (b.line.Clocked() || n.deadline != 0) {
 		*t = b.now()
 	}
-	r, drop := bulkhead.ReasonNone, true
 	switch {
 	case n.stop != nil && n.parent.Err() != nil:
-		b.cancelled++ // failed with the context's error (refuseEach)
+		b.cancelled++ // failed with the context's error (droppedAll)
+		b.shedLocked(n, bulkhead.ReasonNone)
 	case b.line.Clocked() && b.line.Serve(*t, *t-n.joined, *t-head.joined):
-		r = bulkhead.ReasonCoDel
+		b.shedLocked(n, bulkhead.ReasonCoDel)
 	case n.deadline != 0 && n.deadline <= *t && n.byDeadline:
-		r = bulkhead.ReasonDeadline // never started too late
+		b.shedLocked(n, bulkhead.ReasonDeadline) // never started too late
 	case n.deadline != 0 && n.deadline <= *t:
-		r = bulkhead.ReasonTimeout
+		b.shedLocked(n, bulkhead.ReasonTimeout)
 	default:
-		drop = false
+		b.unqueueLocked(n)
+		return true
 	}
-	b.unqueueLocked(n)
-	if drop {
-		b.shedLocked(n, r)
-		b.tidyLocked(n)
-	}
-	return !drop
+	return false
 }
 
-// shedLocked marks n, taken out of the queue, refused for r (none: its
-// context ended), for the caller to complete after the unlock.
+// shedLocked takes n out of the queue, refused for r (none: its context
+// ended), for the caller to fail once b.mu is released (takeShedLocked).
 func (b *Bulkhead) shedLocked(n *node, r bulkhead.Reason) {
-	n.state, n.reason = stDone, r
-	if b.shadow != nil {
-		b.shadowDone(n)
-	}
+	b.dropLocked(n)
+	n.reason = r
 	if r != bulkhead.ReasonNone {
 		b.rejected[r].Add(1)
 	}

@@ -141,7 +141,6 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 		}
 		v := b.victimLocked(c)
 		b.enqueueLocked(n) // first, so that v's slot goes to n, not to a waiting submitter
-		b.unqueueLocked(v)
 		b.shedLocked(v, bulkhead.ReasonDisplaced)
 		sh := b.takeShedLocked()
 		b.mu.Unlock()
