@@ -459,25 +459,24 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 	select {
 	case <-ready:
 	case <-late:
-		b.mu.Lock()
-		if n.state == stWaiting {
-			n.deadline = b.now() // leaveLineLocked's point, whatever the clocks' rounding
-			b.leaveLineLocked(n)
-		}
-		b.mu.Unlock() // else admitted or refused meanwhile: ready is closed
 	case <-ctx.Done():
-		b.mu.Lock()
-		if n.state == stWaiting {
-			b.cancelWaitLocked(n)
-			b.mu.Unlock()
-			err := ctx.Err()
-			if b.hub.Active() {
-				b.publish(bulkhead.EventCancelled, err, b.sinceOrZero(n.queuedAt), 0)
-			}
-			return err
-		}
-		b.mu.Unlock() // admitted meanwhile: its context's end now drops it as usual
 	}
+	err := ctx.Err()
+	b.mu.Lock()
+	switch {
+	case n.state != stWaiting: // admitted or refused meanwhile: ready is closed
+	case err == nil: // its deadline less MinDeadlineSlack has come
+		n.deadline = b.now() // leaveLineLocked's point, whatever the clocks' rounding
+		b.leaveLineLocked(n)
+	default:
+		b.cancelWaitLocked(n)
+		b.mu.Unlock()
+		if b.hub.Active() {
+			b.publish(bulkhead.EventCancelled, err, b.sinceOrZero(n.queuedAt), 0)
+		}
+		return err
+	}
+	b.mu.Unlock()
 	if n.refused {
 		return bulkhead.ErrClosed
 	}
@@ -872,10 +871,7 @@ func (b *Bulkhead) dropQueued(n *node, err error, typ bulkhead.EventType) bool {
 		err = n.parent.Err()
 	}
 	b.mu.Unlock()
-	for _, m := range more {
-		b.invoke(m)
-	}
-	b.refusedAll(sh)
+	b.startAll(more, sh)
 	b.droppedAll([]*node{n}, typ, err)
 	if b.closed.Load() {
 		b.releaseIfDone()
@@ -893,6 +889,15 @@ func (b *Bulkhead) takeShedLocked() []*node {
 		b.busy.Add(1)
 	}
 	return sh
+}
+
+// startAll hands the tasks started under b.mu to workers, and fails those
+// shed (refusedAll), once b.mu is released.
+func (b *Bulkhead) startAll(start, shed []*node) {
+	for _, n := range start {
+		b.invoke(n)
+	}
+	b.refusedAll(shed)
 }
 
 // refusedAll fails the futures of queued tasks the queue's rules refused
@@ -992,10 +997,7 @@ func (b *Bulkhead) ReconfigureFunc(f func(Config) (Config, bool)) error {
 	if old != nil {
 		old.Release() // does not wait: its busy workers exit once their tasks are done
 	}
-	for _, n := range start {
-		b.invoke(n)
-	}
-	b.refusedAll(shed)
+	b.startAll(start, shed)
 	if limit > 0 && b.hub.Active() {
 		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: bulkhead.EventLimitChanged,
 			Time: clock.Now(), Limit: limit})

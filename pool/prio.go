@@ -251,10 +251,7 @@ func (b *Bulkhead) aged() {
 	b.ageLocked()
 	sh := b.takeShedLocked()
 	b.mu.Unlock()
-	for _, m := range more {
-		b.invoke(m)
-	}
-	b.refusedAll(sh)
+	b.startAll(more, sh)
 }
 
 // stopAgingLocked stops the tick of a pool with priorities (Close, once
