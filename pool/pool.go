@@ -21,8 +21,8 @@ import (
 
 // Bulkhead runs tasks on at most MaxWorkers worker goroutines, with a
 // bounded queue of tasks waiting for a worker (first in, first out unless
-// the Config's QueueOrder says otherwise), and
-// rejects work at once when both are full. Submit tasks with [Submit] or
+// the Config's QueueOrder says otherwise), and rejects work at once when
+// both are full. Submit tasks with [Submit] or
 // [Bulkhead.TryGo], or wait for room with [Go] or [Bulkhead.Go]. A Bulkhead
 // is safe for concurrent use; create one with [New] and stop it with
 // [Bulkhead.Close].
@@ -71,14 +71,6 @@ type fullErrors [2][nReasons]bulkhead.FullError
 
 // nReasons bounds the reasons a pool refuses with.
 const nReasons = bulkhead.ReasonDisplaced + 1
-
-// err returns the prebuilt error of a rejection for reason r.
-func (f *fullErrors) err(r bulkhead.Reason, waited bool) *bulkhead.FullError {
-	if waited {
-		return &f[1][r]
-	}
-	return &f[0][r]
-}
 
 // New returns a Bulkhead named name with the given configuration. It fails
 // if the name is empty or a field is out of range. Call Close to stop its
@@ -237,8 +229,7 @@ func (b *Bulkhead) goErr(name string, ctx context.Context, fn func(context.Conte
 	return submit(ctx, b, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) }, wait)
 }
 
-// submit is Submit, Go, TryGo and Bulkhead.Go once their arguments are
-// checked.
+// submit is Submit, Go, TryGo and Bulkhead.Go once their arguments are checked.
 func submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error), wait bool) (*future.Future[T], error) {
 	if err := b.precheck(ctx, wait); err != nil {
 		return nil, err
@@ -287,10 +278,8 @@ func (b *Bulkhead) precheck(ctx context.Context, wait bool) error {
 	return nil
 }
 
-// reject counts and reports a rejection at submission, the pool being
-// full: refuse for ReasonFull with constant indexes, which keeps
-// BenchmarkReject/serial at 113 instructions, as before the reasons (123
-// through refuse).
+// reject is refuse for ReasonFull with constant indexes: 113 instructions
+// in BenchmarkReject/serial, 123 through refuse.
 func (b *Bulkhead) reject() error {
 	fe := &b.full.Load()[0][bulkhead.ReasonFull]
 	b.rejected[bulkhead.ReasonFull].Add(1)
@@ -302,7 +291,7 @@ func (b *Bulkhead) reject() error {
 
 // refuse counts and reports a rejection at submission for reason r.
 func (b *Bulkhead) refuse(r bulkhead.Reason) error {
-	fe := b.full.Load().err(r, false)
+	fe := &b.full.Load()[0][r]
 	b.rejected[r].Add(1)
 	if b.hub.Active() {
 		b.publish(bulkhead.EventRejected, fe, 0, 0)
@@ -321,9 +310,8 @@ func (b *Bulkhead) tooLate(ctx context.Context) bool {
 	return ok && time.Until(d) <= slack
 }
 
-// admit is the one admission decision: it starts n, a new task, on a free
-// worker, or queues it, or (wait) runs it in the slot of the task of b
-// that submits it, or has its submitter wait for room, or rejects it.
+// admit is the one admission decision for n, a new task: start it, queue
+// it, (wait) wait for room or run it in its submitting task's slot, or reject it.
 func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	b.mu.Lock()
 	switch {
@@ -360,9 +348,8 @@ func (b *Bulkhead) queueLocked(ctx context.Context, n *node) error {
 	return nil
 }
 
-// waitLocked has n's submitter wait for room, or (lend) runs n in the slot
-// of the task of b that submits it, or refuses it. b.mu must be held; it is
-// released.
+// waitLocked has n's submitter wait for room, or (lend) runs n in its
+// submitting task's slot, or refuses it. b.mu must be held; it is released.
 func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 	if by := b.caller(ctx); lend && by != nil && !by.lent {
 		b.lendLocked(by, n)
@@ -436,8 +423,7 @@ func (b *Bulkhead) bumpLocked(n *node, r bulkhead.Reason) {
 }
 
 // cancelWaitLocked takes n out of the line of waiting submitters, counted
-// Cancelled: its submitter's context ended, or Close refused it. b.mu must
-// be held.
+// Cancelled (its context ended, or Close refused it). b.mu must be held.
 func (b *Bulkhead) cancelWaitLocked(n *node) {
 	b.unwaitLocked(n)
 	b.tidyLocked(n)
@@ -445,10 +431,9 @@ func (b *Bulkhead) cancelWaitLocked(n *node) {
 	n.state = stDone
 }
 
-// awaitRoom waits until n, the task of a submitter that waits for room, is
-// admitted (started or queued) or refused (by Close, for a newer
-// submitter, or, point > 0, when its deadline less MinDeadlineSlack comes
-// after point), or ctx ends.
+// awaitRoom waits until n, a waiting submitter's task, is admitted or
+// refused (by Close, bumpLocked, or after point > 0, when its deadline less
+// MinDeadlineSlack comes), or ctx ends.
 func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}, point time.Duration) error {
 	var late <-chan time.Time
 	if point > 0 {
@@ -481,7 +466,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 		return bulkhead.ErrClosed
 	}
 	if n.bumped { // counted by bumpLocked; published here, not on its goroutine
-		fe := b.full.Load().err(n.reason, true)
+		fe := &b.full.Load()[1][n.reason]
 		if b.hub.Active() {
 			b.publish(bulkhead.EventRejected, fe, b.sinceOrZero(n.queuedAt), 0)
 		}
@@ -538,7 +523,7 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 		// popLocked compares deadline too: the timer's callback may not
 		// have the lock yet when a worker frees.
 		n.deadline = b.now() + int64(d)
-		n.expiry = time.AfterFunc(d, func() { b.dropBy(n, b.full.Load().err(r, true), bulkhead.EventRejected) })
+		n.expiry = time.AfterFunc(d, func() { b.dropBy(n, &b.full.Load()[1][r], bulkhead.EventRejected) })
 	}
 	if parent := n.parent; parent.Done() != nil {
 		n.stop = context.AfterFunc(parent, func() { b.dropBy(n, nil, bulkhead.EventCancelled) })
@@ -879,9 +864,8 @@ func (b *Bulkhead) dropQueued(n *node, err error, typ bulkhead.EventType) bool {
 	return true
 }
 
-// takeShedLocked returns the tasks the queue's rules dropped (see
-// popLocked) and counts a busy goroutine for them, which refusedAll ends:
-// Close waits until their futures are done. b.mu must be held.
+// takeShedLocked returns the tasks shed (shedLocked), counting a busy
+// goroutine that refusedAll ends: Close waits for their futures. b.mu must be held.
 func (b *Bulkhead) takeShedLocked() []*node {
 	sh := b.shedNodes
 	if sh != nil {
@@ -900,9 +884,8 @@ func (b *Bulkhead) startAll(start, shed []*node) {
 	b.refusedAll(shed)
 }
 
-// refusedAll fails the futures of queued tasks the queue's rules refused
-// after they waited, as droppedAll does, and ends takeShedLocked's busy
-// count; nil does nothing.
+// refusedAll fails the tasks shed (droppedAll) and ends takeShedLocked's
+// busy count; nil does nothing.
 func (b *Bulkhead) refusedAll(ns []*node) {
 	if ns == nil {
 		return
@@ -939,7 +922,7 @@ func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 		case n.reason == bulkhead.ReasonNone:
 			t, e = bulkhead.EventCancelled, n.parent.Err()
 		default:
-			t, e = bulkhead.EventRejected, b.full.Load().err(n.reason, true)
+			t, e = bulkhead.EventRejected, &b.full.Load()[1][n.reason]
 		}
 		if n.grp != nil {
 			n.grp.end(n, e, true)

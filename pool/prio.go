@@ -178,13 +178,11 @@ func (cs *classes) step(n *node, t int64) int64 {
 	return start + (k+1)*int64(cs.aging)
 }
 
-// ageLocked arranges the re-check (aged) at the earliest next aging step
-// of the tasks a class's ceiling holds back beside a free worker (the
-// heads of the queue's lanes, and the waiting submitters) or beside a free
-// queue slot (the waiting submitters), and stops it if none is: Aging then
-// takes effect when a task's class rises, not at the next finish or
-// arrival. b.mu must be held; popPrioLocked calls it once it finds nothing
-// to start, refillPrioLocked once it has moved what it may.
+// ageLocked arms the tick (aged) for the earliest next aging step of the
+// tasks a class's ceiling holds back beside a free worker (the lanes'
+// heads, the waiting submitters) or a free queue slot (the waiting
+// submitters), or stops it: Aging takes effect when a class rises, not at
+// the next finish or arrival. b.mu must be held.
 func (b *Bulkhead) ageLocked() {
 	cs := b.keys.prio
 	if cs.aging <= 0 || b.queue.len == 0 && b.waiting.len == 0 {
@@ -236,11 +234,9 @@ func (cs *classes) arm(b *Bulkhead, next, t int64) {
 	}
 }
 
-// aged is the tick: it moves the waiting submitters whose aged class
-// admits them into the queue and starts the queued tasks whose aged class
-// admits them, then arms the tick for the next step. It runs on the
-// timer's goroutine, counted busy (Close waits for it), or in an
-// admission that finds a step due.
+// aged is the tick: it refills the queue and starts what the classes'
+// ceilings now admit, then arms the next step. It runs on the timer's
+// goroutine, counted busy, or in an admission that finds a step due.
 func (b *Bulkhead) aged() {
 	b.busy.Add(1) // before the work can find the bulkhead drained
 	defer b.workDone()
@@ -281,11 +277,9 @@ func (cs *classes) class(n *node, t int64) int {
 	return c
 }
 
-// popPrioLocked is popLocked for a pool with priorities: the oldest task of
-// the highest class queued (its class raised by Aging; the older first
-// between equal classes) if that class's ceiling admits it, else the
-// oldest waiting submitter's task of the highest class (raised by Aging
-// too) admitted. Tasks past their deadline go to shedNodes.
+// popPrioLocked is popLocked for a pool with priorities: the oldest queued
+// task of the highest class (raised by Aging) if its ceiling admits it,
+// else the oldest waiting submitter's of the highest class admitted.
 func (b *Bulkhead) popPrioLocked() *node {
 	cs := b.keys.prio
 	taken := b.active - b.lent
