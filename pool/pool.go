@@ -843,11 +843,8 @@ func (b *Bulkhead) dropQueued(n *node, err error, typ bulkhead.EventType) bool {
 		return false
 	}
 	b.dropLocked(n)
-	var more, sh []*node
-	if b.keys != nil {
-		more, sh = b.kickLocked(), b.takeShedLocked()
-	}
-	if fe, ok := err.(*bulkhead.FullError); ok && typ == bulkhead.EventRejected {
+	more, sh := b.kickLocked(), b.takeShedLocked() // a keyed pool's next tasks
+	if fe, ok := err.(*bulkhead.FullError); ok {
 		b.rejected[fe.Reason].Add(1)
 	} else {
 		b.cancelled++

@@ -167,11 +167,10 @@ func (b *Bulkhead) ShadowStats() (bulkhead.ShadowStats, bool) {
 }
 
 // shadowAdmit gives n, a task the pool admits (queues, or starts now if
-// start), its place in the shadow, unless it has one. b.mu must be held and
-// b.shadow not nil.
+// start), its place in the shadow. b.mu must be held and b.shadow not nil.
 func (b *Bulkhead) shadowAdmit(n *node, start bool) {
 	sh := b.shadow
-	if _, ok := sh.slots[n]; ok || !sh.on {
+	if !sh.on {
 		return
 	}
 	// Reused, not allocated: BenchmarkShadowSubmitWait/shadowed 5.1k instead
@@ -215,14 +214,14 @@ func (b *Bulkhead) shadowGive(s *slot) {
 	b.shadow.idle.push(s)
 }
 
-// shadowStart is shadowAdmit for n, which the pool starts now, and then
-// settles whether the shadow would have timed it out. b.mu must be held
-// and b.shadow not nil.
+// shadowStart is shadowAdmit for n, which the pool starts now, or, if n
+// has a place already (it was queued), settles whether the shadow would
+// have timed it out. b.mu must be held and b.shadow not nil.
 func (b *Bulkhead) shadowStart(n *node) {
 	b.shadowSettle()
-	b.shadowAdmit(n, true)
 	s := b.shadow.slots[n]
 	if s == nil {
+		b.shadowAdmit(n, true)
 		return
 	}
 	s.started = true
