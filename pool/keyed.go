@@ -371,7 +371,7 @@ func (b *Bulkhead) firstQueuedLocked() *node {
 
 // popKeyedLocked is popLocked for a keyed pool: the head of the next lane
 // in the round that may start a task, else the oldest waiting submitter's
-// task that its lane would start. Tasks past their deadline go to shedNodes.
+// task that its lane would start.
 func (b *Bulkhead) popKeyedLocked() *node {
 	ks := b.keys
 	if ks.prio != nil {
@@ -426,8 +426,7 @@ func (b *Bulkhead) refillKeyedLocked() {
 }
 
 // kickLocked starts, in a keyed pool, the tasks that may start while a
-// worker is free, for the caller to invoke once b.mu is released; nil in a
-// plain pool, whose free worker leaves nothing queued.
+// worker is free, for the caller to invoke (startAll); nil in a plain pool.
 func (b *Bulkhead) kickLocked() []*node {
 	if b.keys == nil || b.queue.len+b.waiting.len == 0 { // inlined: no call when nothing waits
 		return nil

@@ -167,7 +167,8 @@ func (b *Bulkhead) ShadowStats() (bulkhead.ShadowStats, bool) {
 }
 
 // shadowAdmit gives n, a task the pool admits (queues, or starts now if
-// start), its place in the shadow. b.mu must be held and b.shadow not nil.
+// start), its place in the shadow. b.mu must be held (as for all the
+// shadow's functions) and b.shadow not nil.
 func (b *Bulkhead) shadowAdmit(n *node, start bool) {
 	sh := b.shadow
 	if !sh.on {
@@ -214,9 +215,8 @@ func (b *Bulkhead) shadowGive(s *slot) {
 	b.shadow.idle.push(s)
 }
 
-// shadowStart is shadowAdmit for n, which the pool starts now, or, if n
-// has a place already (it was queued), settles whether the shadow would
-// have timed it out. b.mu must be held and b.shadow not nil.
+// shadowStart is shadowAdmit for n, which the pool starts now, or, if it
+// was queued, settles whether the shadow would have timed it out.
 func (b *Bulkhead) shadowStart(n *node) {
 	b.shadowSettle()
 	s := b.shadow.slots[n]
@@ -240,8 +240,7 @@ func (b *Bulkhead) shadowStart(n *node) {
 }
 
 // shadowDone gives back n's place in the shadow, and its slot for reuse:
-// n has finished, or left the queue unrun. b.mu must be held and b.shadow
-// not nil.
+// n has finished, or left the queue unrun.
 func (b *Bulkhead) shadowDone(n *node) {
 	b.shadowSettle()
 	s := b.shadow.slots[n]
