@@ -192,10 +192,7 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // its future fails with the context's error. A panic in fn fails the future
 // with a [*bulkhead.PanicError], a runtime.Goexit fails it too.
 func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
-	if fn == nil || ctx == nil || b == nil {
-		misuse("Submit", ctx, b)
-	}
-	return submit(ctx, b, fn, false)
+	return submit("Submit", ctx, b, fn, false)
 }
 
 // Go is [Submit] for fan-out that must run every task: with the queue full,
@@ -205,10 +202,7 @@ func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T
 // b with the task's context, it runs fn in the caller's slot instead, and
 // returns once fn has finished (see "Waiting inside a task").
 func Go[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
-	if fn == nil || ctx == nil || b == nil {
-		misuse("Go", ctx, b)
-	}
-	return submit(ctx, b, fn, true)
+	return submit("Go", ctx, b, fn, true)
 }
 
 // TryGo is [Submit] for a function that returns only an error: it never
@@ -223,14 +217,17 @@ func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*fut
 }
 
 func (b *Bulkhead) goErr(name string, ctx context.Context, fn func(context.Context) error, wait bool) (*future.Future[struct{}], error) {
+	if fn == nil {
+		misuse(name, ctx, b)
+	}
+	return submit(name, ctx, b, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) }, wait)
+}
+
+// submit is Submit, Go, TryGo and Bulkhead.Go, named name for a misuse.
+func submit[T any](name string, ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error), wait bool) (*future.Future[T], error) {
 	if fn == nil || ctx == nil || b == nil {
 		misuse(name, ctx, b)
 	}
-	return submit(ctx, b, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) }, wait)
-}
-
-// submit is Submit, Go, TryGo and Bulkhead.Go once their arguments are checked.
-func submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error), wait bool) (*future.Future[T], error) {
 	if err := b.precheck(ctx, wait); err != nil {
 		return nil, err
 	}
