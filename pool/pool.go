@@ -22,10 +22,9 @@ import (
 // Bulkhead runs tasks on at most MaxWorkers worker goroutines, with a
 // bounded queue of tasks waiting for a worker (first in, first out unless
 // the Config's QueueOrder says otherwise), and rejects work at once when
-// both are full. Submit tasks with [Submit] or
-// [Bulkhead.TryGo], or wait for room with [Go] or [Bulkhead.Go]. A Bulkhead
-// is safe for concurrent use; create one with [New] and stop it with
-// [Bulkhead.Close].
+// both are full. Submit tasks with [Submit] or [Bulkhead.TryGo], or wait
+// for room with [Go] or [Bulkhead.Go]. A Bulkhead is safe for concurrent
+// use; create one with [New] and stop it with [Bulkhead.Close].
 type Bulkhead struct {
 	// saturated: every worker busy and the queue full, so that a rejection
 	// is one atomic load (G2_Reject); written under mu when it changes.
