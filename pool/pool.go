@@ -296,24 +296,14 @@ func (b *Bulkhead) refuse(r bulkhead.Reason) error {
 }
 
 // tooLate reports whether a task submitted with ctx, that would have to
-// wait, has less than MinDeadlineSlack left.
+// wait, has less than MinDeadlineSlack left. b.mu must be held.
 func (b *Bulkhead) tooLate(ctx context.Context) bool {
-	w, ok := b.slackLeft(ctx)
-	return ok && w <= 0
-}
-
-// slackLeft returns the time until ctx's deadline less MinDeadlineSlack,
-// and false if there is no such point (no slack, or no deadline).
-func (b *Bulkhead) slackLeft(ctx context.Context) (time.Duration, bool) {
 	slack := b.cfg.Load().MinDeadlineSlack
 	if slack <= 0 {
-		return 0, false // and no Deadline call per task
+		return false
 	}
 	d, ok := ctx.Deadline()
-	if !ok {
-		return 0, false
-	}
-	return time.Until(d) - slack, true
+	return ok && time.Until(d) <= slack
 }
 
 // admit is the one admission decision for n, a new task: start it, queue
@@ -389,9 +379,12 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 	if b.hub.Active() {
 		n.queuedAt = b.now()
 	}
-	point, ok := b.slackLeft(ctx) // > 0: tooLate said so
-	if ok {
-		n.byDeadline, n.deadline = true, b.now()+int64(point)
+	var point time.Duration // until its deadline less MinDeadlineSlack, if it has one
+	if slack := b.cfg.Load().MinDeadlineSlack; slack > 0 {
+		if dl, ok := ctx.Deadline(); ok {
+			point = time.Until(dl) - slack // > 0: tooLate said so
+			n.byDeadline, n.deadline = true, b.now()+int64(point)
+		}
 	}
 	n.state = stWaiting
 	ready := make(chan struct{})
@@ -509,13 +502,18 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 		b.queue.push(n)
 	}
 	b.storeSaturated()
+	cfg := b.cfg.Load()
 	if b.line.Clocked() {
 		n.joined = b.now()
 	}
-	d, r := b.cfg.Load().QueueTimeout, bulkhead.ReasonTimeout
+	d, r := cfg.QueueTimeout, bulkhead.ReasonTimeout
 	n.byDeadline, n.deadline = false, 0
-	if w, ok := b.slackLeft(n.parent); ok && (d == 0 || w < d) {
-		d, r, n.byDeadline = max(w, 1), bulkhead.ReasonDeadline, true
+	if cfg.MinDeadlineSlack > 0 { // else no Deadline call per queued task
+		if dl, ok := n.parent.Deadline(); ok {
+			if w := time.Until(dl) - cfg.MinDeadlineSlack; d == 0 || w < d {
+				d, r, n.byDeadline = max(w, 1), bulkhead.ReasonDeadline, true
+			}
+		}
 	}
 	if d > 0 {
 		// popLocked compares deadline too: the timer's callback may not
