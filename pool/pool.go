@@ -437,27 +437,31 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 		defer tm.Stop()
 		late = tm.C
 	}
+	early := true // woken by the timer or ctx, not by ready: takes the lock
 	select {
 	case <-ready:
+		early = false
 	case <-late:
 	case <-ctx.Done():
 	}
-	err := ctx.Err()
-	b.mu.Lock()
-	switch {
-	case n.state != stWaiting: // admitted or refused meanwhile: ready is closed
-	case err == nil: // its deadline less MinDeadlineSlack has come
-		n.deadline = b.now() // leaveLineLocked's point, whatever the clocks' rounding
-		b.leaveLineLocked(n)
-	default:
-		b.cancelWaitLocked(n)
-		b.mu.Unlock()
-		if b.hub.Active() {
-			b.publish(bulkhead.EventCancelled, err, b.sinceOrZero(n.queuedAt), 0)
+	if early {
+		err := ctx.Err()
+		b.mu.Lock()
+		switch {
+		case n.state != stWaiting: // admitted or refused meanwhile: ready is closed
+		case err == nil: // its deadline less MinDeadlineSlack has come
+			n.deadline = b.now() // leaveLineLocked's point, whatever the clocks' rounding
+			b.leaveLineLocked(n)
+		default:
+			b.cancelWaitLocked(n)
+			b.mu.Unlock()
+			if b.hub.Active() {
+				b.publish(bulkhead.EventCancelled, err, b.sinceOrZero(n.queuedAt), 0)
+			}
+			return err
 		}
-		return err
+		b.mu.Unlock()
 	}
-	b.mu.Unlock()
 	if n.refused {
 		return bulkhead.ErrClosed
 	}
