@@ -66,10 +66,7 @@ func (b *Bulkhead) help(by, t *node, decided func() bool) <-chan struct{} {
 	b.lendLocked(by, t)
 	more, sh := b.kickLocked(), b.takeShedLocked()
 	b.mu.Unlock()
-	for _, m := range more {
-		b.invoke(m)
-	}
-	b.refusedAll(sh)
+	b.startAll(more, sh)
 	b.runLent(t)
 	return nil
 }

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -270,15 +271,7 @@ type lanes struct {
 // set installs cfg's per-key limits. b.mu must be held (or b unshared).
 func (ks *lanes) set(cfg KeyedConfig) {
 	ks.maxRun, ks.maxQueue = cfg.MaxRunningPerKey, cfg.QueueCapacityPerKey
-	ks.perRun, ks.perQueue = cmp0(cfg.MaxRunningPerKey, MaxLimit), cmp0(cfg.QueueCapacityPerKey, cfg.QueueCapacity)
-}
-
-// cmp0 returns v, or def if v is 0.
-func cmp0(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
+	ks.perRun, ks.perQueue = cmp.Or(cfg.MaxRunningPerKey, MaxLimit), cmp.Or(cfg.QueueCapacityPerKey, cfg.QueueCapacity)
 }
 
 // startable reports whether n, queued, is next in its lane and its lane
@@ -297,14 +290,7 @@ func (b *Bulkhead) admitKeyedLocked(ctx context.Context, n *node, wait bool) err
 		b.invoke(n)
 		return nil
 	case l.q.len < ks.perQueue && b.queue.len < b.cfg.Load().QueueCapacity:
-		if b.tooLate(ctx) {
-			b.tidyLocked(n)
-			b.mu.Unlock()
-			return b.refuse(bulkhead.ReasonDeadline)
-		}
-		b.enqueueLocked(n)
-		b.mu.Unlock()
-		return nil
+		return b.queueLocked(ctx, n)
 	case !wait:
 		r := bulkhead.ReasonFull
 		if l.q.len >= ks.perQueue {
@@ -385,12 +371,13 @@ func (b *Bulkhead) firstQueuedLocked() *node {
 
 // popKeyedLocked is popLocked for a keyed pool: the head of the next lane
 // in the round that may start a task, else the oldest waiting submitter's
-// task that its lane would start. Tasks past their deadline go to shedNodes.
+// task that its lane would start.
 func (b *Bulkhead) popKeyedLocked() *node {
 	ks := b.keys
 	if ks.prio != nil {
 		return b.popPrioLocked()
 	}
+	var t int64 // read once, if a deadline needs it
 	for {
 		l := ks.cursor
 		for l != nil && l.running >= ks.perRun {
@@ -403,30 +390,15 @@ func (b *Bulkhead) popKeyedLocked() *node {
 		}
 		n := l.q.head
 		ks.cursor = l.next // the next turn is the next lane's
-		r, drop := bulkhead.ReasonNone, true
-		if n.stop != nil && n.parent.Err() != nil {
-			b.cancelled++ // failed with the context's error (refuseEach)
-		} else if n.deadline != 0 {
-			r, drop = expired(n, b.now())
-		} else {
-			drop = false
-		}
-		b.unqueueLocked(n)
-		if !drop {
+		if b.takeLocked(n, n, &t) {
 			return n
 		}
-		b.shedLocked(n, r)
-		b.tidyLocked(n)
 	}
 	for n := b.waiting.head; n != nil; {
 		next := n.next
-		if n.lane.q.len == 0 && n.lane.running < ks.perRun {
-			b.unwaitLocked(n)
-			if !b.lateLocked(n) {
-				close(n.ready)
-				return n
-			}
-			b.tidyLocked(n)
+		if n.lane.q.len == 0 && n.lane.running < ks.perRun && b.leaveLineLocked(n) {
+			close(n.ready)
+			return n
 		}
 		n = next
 	}
@@ -444,8 +416,7 @@ func (b *Bulkhead) refillKeyedLocked() {
 	capacity := b.cfg.Load().QueueCapacity
 	for n := b.waiting.head; n != nil && b.queue.len < capacity; {
 		next := n.next
-		if n.lane.q.len < b.keys.perQueue {
-			b.unwaitLocked(n)
+		if n.lane.q.len < b.keys.perQueue && b.leaveLineLocked(n) {
 			b.enqueueLocked(n)
 			close(n.ready)
 		}
@@ -455,8 +426,7 @@ func (b *Bulkhead) refillKeyedLocked() {
 }
 
 // kickLocked starts, in a keyed pool, the tasks that may start while a
-// worker is free, for the caller to invoke once b.mu is released; nil in a
-// plain pool, whose free worker leaves nothing queued.
+// worker is free, for the caller to invoke (startAll); nil in a plain pool.
 func (b *Bulkhead) kickLocked() []*node {
 	if b.keys == nil || b.queue.len+b.waiting.len == 0 { // inlined: no call when nothing waits
 		return nil

@@ -34,12 +34,3 @@ func (q *queue) remove(n *node) {
 	n.prev, n.next = nil, nil
 	q.len--
 }
-
-// pop removes and returns the oldest node, or nil.
-func (q *queue) pop() *node {
-	n := q.head
-	if n != nil {
-		q.remove(n)
-	}
-	return n
-}

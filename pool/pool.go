@@ -21,11 +21,10 @@ import (
 
 // Bulkhead runs tasks on at most MaxWorkers worker goroutines, with a
 // bounded queue of tasks waiting for a worker (first in, first out unless
-// the Config's QueueOrder says otherwise), and
-// rejects work at once when both are full. Submit tasks with [Submit] or
-// [Bulkhead.TryGo], or wait for room with [Go] or [Bulkhead.Go]. A Bulkhead
-// is safe for concurrent use; create one with [New] and stop it with
-// [Bulkhead.Close].
+// the Config's QueueOrder says otherwise), and rejects work at once when
+// both are full. Submit tasks with [Submit] or [Bulkhead.TryGo], or wait
+// for room with [Go] or [Bulkhead.Go]. A Bulkhead is safe for concurrent
+// use; create one with [New] and stop it with [Bulkhead.Close].
 type Bulkhead struct {
 	// saturated: every worker busy and the queue full, so that a rejection
 	// is one atomic load (G2_Reject); written under mu when it changes.
@@ -71,14 +70,6 @@ type fullErrors [2][nReasons]bulkhead.FullError
 
 // nReasons bounds the reasons a pool refuses with.
 const nReasons = bulkhead.ReasonDisplaced + 1
-
-// err returns the prebuilt error of a rejection for reason r.
-func (f *fullErrors) err(r bulkhead.Reason, waited bool) *bulkhead.FullError {
-	if waited {
-		return &f[1][r]
-	}
-	return &f[0][r]
-}
 
 // New returns a Bulkhead named name with the given configuration. It fails
 // if the name is empty or a field is out of range. Call Close to stop its
@@ -200,10 +191,7 @@ func (b *Bulkhead) Subscribe(fn func(bulkhead.Event)) (cancel func()) {
 // its future fails with the context's error. A panic in fn fails the future
 // with a [*bulkhead.PanicError], a runtime.Goexit fails it too.
 func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
-	if fn == nil || ctx == nil || b == nil {
-		misuse("Submit", ctx, b)
-	}
-	return submit(ctx, b, fn, false)
+	return submit("Submit", ctx, b, fn, false)
 }
 
 // Go is [Submit] for fan-out that must run every task: with the queue full,
@@ -213,10 +201,7 @@ func Submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T
 // b with the task's context, it runs fn in the caller's slot instead, and
 // returns once fn has finished (see "Waiting inside a task").
 func Go[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (*future.Future[T], error) {
-	if fn == nil || ctx == nil || b == nil {
-		misuse("Go", ctx, b)
-	}
-	return submit(ctx, b, fn, true)
+	return submit("Go", ctx, b, fn, true)
 }
 
 // TryGo is [Submit] for a function that returns only an error: it never
@@ -231,15 +216,17 @@ func (b *Bulkhead) Go(ctx context.Context, fn func(context.Context) error) (*fut
 }
 
 func (b *Bulkhead) goErr(name string, ctx context.Context, fn func(context.Context) error, wait bool) (*future.Future[struct{}], error) {
+	if fn == nil {
+		misuse(name, ctx, b)
+	}
+	return submit(name, ctx, b, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) }, wait)
+}
+
+// submit is Submit, Go, TryGo and Bulkhead.Go, named name for a misuse.
+func submit[T any](name string, ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error), wait bool) (*future.Future[T], error) {
 	if fn == nil || ctx == nil || b == nil {
 		misuse(name, ctx, b)
 	}
-	return submit(ctx, b, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) }, wait)
-}
-
-// submit is Submit, Go, TryGo and Bulkhead.Go once their arguments are
-// checked.
-func submit[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error), wait bool) (*future.Future[T], error) {
 	if err := b.precheck(ctx, wait); err != nil {
 		return nil, err
 	}
@@ -287,10 +274,8 @@ func (b *Bulkhead) precheck(ctx context.Context, wait bool) error {
 	return nil
 }
 
-// reject counts and reports a rejection at submission, the pool being
-// full: refuse for ReasonFull with constant indexes, which keeps
-// BenchmarkReject/serial at 113 instructions, as before the reasons (123
-// through refuse).
+// reject is refuse for ReasonFull with constant indexes: 113 instructions
+// in BenchmarkReject/serial, 123 through refuse.
 func (b *Bulkhead) reject() error {
 	fe := &b.full.Load()[0][bulkhead.ReasonFull]
 	b.rejected[bulkhead.ReasonFull].Add(1)
@@ -302,7 +287,7 @@ func (b *Bulkhead) reject() error {
 
 // refuse counts and reports a rejection at submission for reason r.
 func (b *Bulkhead) refuse(r bulkhead.Reason) error {
-	fe := b.full.Load().err(r, false)
+	fe := &b.full.Load()[0][r]
 	b.rejected[r].Add(1)
 	if b.hub.Active() {
 		b.publish(bulkhead.EventRejected, fe, 0, 0)
@@ -321,9 +306,8 @@ func (b *Bulkhead) tooLate(ctx context.Context) bool {
 	return ok && time.Until(d) <= slack
 }
 
-// admit is the one admission decision: it starts n, a new task, on a free
-// worker, or queues it, or (wait) runs it in the slot of the task of b
-// that submits it, or has its submitter wait for room, or rejects it.
+// admit is the one admission decision for n, a new task: start it, queue
+// it, (wait) wait for room or run it in its submitting task's slot, or reject it.
 func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	b.mu.Lock()
 	switch {
@@ -338,13 +322,7 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 		b.invoke(n)
 		return nil
 	case b.queue.len < b.cfg.Load().QueueCapacity:
-		if b.tooLate(ctx) {
-			b.mu.Unlock()
-			return b.refuse(bulkhead.ReasonDeadline)
-		}
-		b.enqueueLocked(n)
-		b.mu.Unlock()
-		return nil
+		return b.queueLocked(ctx, n)
 	case !wait:
 		b.mu.Unlock()
 		return b.reject()
@@ -352,9 +330,22 @@ func (b *Bulkhead) admit(ctx context.Context, n *node, wait bool) error {
 	return b.waitLocked(ctx, n, true)
 }
 
-// waitLocked has n's submitter wait for room, or (lend) runs n in the slot
-// of the task of b that submits it, or refuses it. b.mu must be held; it is
-// released.
+// queueLocked queues n, a new task, unless its submitter's deadline leaves
+// less than MinDeadlineSlack (tooLate). b.mu must be held and the queue
+// have room; it is released.
+func (b *Bulkhead) queueLocked(ctx context.Context, n *node) error {
+	if b.tooLate(ctx) {
+		b.tidyLocked(n)
+		b.mu.Unlock()
+		return b.refuse(bulkhead.ReasonDeadline)
+	}
+	b.enqueueLocked(n)
+	b.mu.Unlock()
+	return nil
+}
+
+// waitLocked has n's submitter wait for room, or (lend) runs n in its
+// submitting task's slot, or refuses it. b.mu must be held; it is released.
 func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 	if by := b.caller(ctx); lend && by != nil && !by.lent {
 		b.lendLocked(by, n)
@@ -363,31 +354,22 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 		return nil
 	}
 	r := bulkhead.ReasonNone
-	var bumped []*node // the oldest waiting submitters, refused for n
 	switch limit := b.cfg.Load().MaxWaitingCalls; {
 	case b.tooLate(ctx):
 		r = bulkhead.ReasonDeadline
-	case limit > 0 && b.waiting.len >= limit:
-		if b.keys != nil && b.keys.prio != nil { // the lowest class leaves the line (prio.go)
-			if w := b.bumpPrioLocked(n); w != nil {
-				bumped = append(bumped, w)
-			} else {
-				r = bulkhead.ReasonWaiters
-			}
-			break
-		}
-		if !b.line.LIFO(b.queue.len) {
+	case limit <= 0 || b.waiting.len < limit:
+	case b.keys != nil && b.keys.prio != nil: // a waiter of a lower class leaves the line, if any (prio.go)
+		if !b.bumpPrioLocked(n) {
 			r = bulkhead.ReasonWaiters
-			break
 		}
+	case b.line.LIFO(b.queue.len): // the oldest waiters leave the line
 		for b.waiting.len >= limit {
 			w := b.waiting.head
 			b.unwaitLocked(w)
-			w.state, w.bumped = stDone, true
-			b.rejected[bulkhead.ReasonWaiters].Add(1)
-			close(w.ready)
-			bumped = append(bumped, w)
+			b.bumpLocked(w, bulkhead.ReasonWaiters)
 		}
+	default:
+		r = bulkhead.ReasonWaiters
 	}
 	if r != bulkhead.ReasonNone {
 		b.tidyLocked(n)
@@ -410,31 +392,44 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 	b.waiting.push(n)
 	if n.lane != nil {
 		n.lane.waiting++
-		for _, w := range bumped {
-			b.tidyLocked(w)
-		}
 	}
 	b.mu.Unlock()
 	return b.awaitRoom(ctx, n, ready, point)
 }
 
-// lateLocked refuses n, a waiting submitter's task just out of the line,
-// if its deadline less MinDeadlineSlack has come (awaitRoom reports it), so
-// that it is neither started nor queued then. b.mu must be held.
-func (b *Bulkhead) lateLocked(n *node) bool {
-	if !n.byDeadline || n.deadline > b.now() {
+// leaveLineLocked takes n out of the line of waiting submitters and
+// reports whether it may be started or queued: not if its deadline less
+// MinDeadlineSlack has come, which refuses it. b.mu must be held.
+func (b *Bulkhead) leaveLineLocked(n *node) bool {
+	b.unwaitLocked(n)
+	if n.byDeadline && n.deadline <= b.now() {
+		b.bumpLocked(n, bulkhead.ReasonDeadline)
+		b.tidyLocked(n)
 		return false
 	}
-	n.state, n.bumped, n.reason = stDone, true, bulkhead.ReasonDeadline
-	b.rejected[bulkhead.ReasonDeadline].Add(1)
-	close(n.ready)
 	return true
 }
 
-// awaitRoom waits until n, the task of a submitter that waits for room, is
-// admitted (started or queued) or refused (by Close, for a newer
-// submitter, or, point > 0, when its deadline less MinDeadlineSlack comes
-// after point), or ctx ends.
+// bumpLocked refuses n, a waiting submitter's task out of the line, for r;
+// its submitter's awaitRoom reports it. b.mu must be held.
+func (b *Bulkhead) bumpLocked(n *node, r bulkhead.Reason) {
+	n.state, n.bumped, n.reason = stDone, true, r
+	b.rejected[r].Add(1)
+	close(n.ready)
+}
+
+// cancelWaitLocked takes n out of the line of waiting submitters, counted
+// Cancelled (its context ended, or Close refused it). b.mu must be held.
+func (b *Bulkhead) cancelWaitLocked(n *node) {
+	b.unwaitLocked(n)
+	b.tidyLocked(n)
+	b.cancelled++
+	n.state = stDone
+}
+
+// awaitRoom waits until n, a waiting submitter's task, is admitted or
+// refused (by Close, bumpLocked, or after point > 0, when its deadline less
+// MinDeadlineSlack comes), or ctx ends.
 func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}, point time.Duration) error {
 	var late <-chan time.Time
 	if point > 0 {
@@ -442,38 +437,36 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 		defer tm.Stop()
 		late = tm.C
 	}
+	early := true // woken by the timer or ctx, not by ready: takes the lock
 	select {
 	case <-ready:
+		early = false
 	case <-late:
-		b.mu.Lock()
-		if n.state == stWaiting {
-			b.unwaitLocked(n)
-			n.deadline = b.now() // lateLocked's point, whatever the clocks' rounding
-			b.lateLocked(n)
-			b.tidyLocked(n) // a keyed pool's lane with nobody left goes idle
-		}
-		b.mu.Unlock() // else admitted or refused meanwhile: ready is closed
 	case <-ctx.Done():
+	}
+	if early {
+		err := ctx.Err()
 		b.mu.Lock()
-		if n.state == stWaiting {
-			b.unwaitLocked(n)
-			b.tidyLocked(n)
-			b.cancelled++
-			n.state = stDone
+		switch {
+		case n.state != stWaiting: // admitted or refused meanwhile: ready is closed
+		case err == nil: // its deadline less MinDeadlineSlack has come
+			n.deadline = b.now() // leaveLineLocked's point, whatever the clocks' rounding
+			b.leaveLineLocked(n)
+		default:
+			b.cancelWaitLocked(n)
 			b.mu.Unlock()
-			err := ctx.Err()
 			if b.hub.Active() {
 				b.publish(bulkhead.EventCancelled, err, b.sinceOrZero(n.queuedAt), 0)
 			}
 			return err
 		}
-		b.mu.Unlock() // admitted meanwhile: its context's end now drops it as usual
+		b.mu.Unlock()
 	}
 	if n.refused {
 		return bulkhead.ErrClosed
 	}
-	if n.bumped { // for a newer submitter or its deadline (counted there); published here, not on its goroutine
-		fe := b.full.Load().err(n.bumpReason(), true)
+	if n.bumped { // counted by bumpLocked; published here, not on its goroutine
+		fe := &b.full.Load()[1][n.reason]
 		if b.hub.Active() {
 			b.publish(bulkhead.EventRejected, fe, b.sinceOrZero(n.queuedAt), 0)
 		}
@@ -505,7 +498,7 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	}
 	n.state = stQueued
 	if b.shadow != nil {
-		b.shadowAdmit(n)
+		b.shadowAdmit(n, false)
 	}
 	if n.lane != nil {
 		b.lanePushLocked(n)
@@ -530,7 +523,7 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 		// popLocked compares deadline too: the timer's callback may not
 		// have the lock yet when a worker frees.
 		n.deadline = b.now() + int64(d)
-		n.expiry = time.AfterFunc(d, func() { b.dropBy(n, b.full.Load().err(r, true), bulkhead.EventRejected) })
+		n.expiry = time.AfterFunc(d, func() { b.dropBy(n, &b.full.Load()[1][r], bulkhead.EventRejected) })
 	}
 	if parent := n.parent; parent.Done() != nil {
 		n.stop = context.AfterFunc(parent, func() { b.dropBy(n, nil, bulkhead.EventCancelled) })
@@ -567,8 +560,7 @@ func (b *Bulkhead) refillLocked() {
 		return
 	}
 	for n := b.waiting.head; n != nil && b.queue.len < b.cfg.Load().QueueCapacity; n = b.waiting.head {
-		b.waiting.remove(n)
-		if !b.lateLocked(n) {
+		if b.leaveLineLocked(n) {
 			b.enqueueLocked(n)
 			close(n.ready)
 		}
@@ -578,12 +570,8 @@ func (b *Bulkhead) refillLocked() {
 
 // popLocked takes the next waiting task, or nil, for the caller to start:
 // the queue's next by the Config's order (its head, or its tail while
-// LIFO), else the oldest waiting submitter's. The tasks dropped instead go
-// to shedNodes, for the caller to fail once b.mu is released
-// (takeShedLocked): those CoDel sheds, those past their QueueTimeout or
-// deadline, and those whose submitter's context has ended (the drop that
-// context.AfterFunc runs may not have the lock yet), so that none of them
-// starts or holds back the line.
+// LIFO), else the oldest waiting submitter's. The tasks takeLocked refuses
+// on the way go to shedNodes, so that none starts or holds back the line.
 func (b *Bulkhead) popLocked() *node {
 	if b.keys != nil {
 		return b.popKeyedLocked()
@@ -594,26 +582,12 @@ func (b *Bulkhead) popLocked() *node {
 		if b.line.LIFO(b.queue.len) {
 			n = b.queue.tail
 		}
-		if t == 0 && (b.line.Clocked() || n.deadline != 0) {
-			t = b.now()
-		}
-		r, drop := bulkhead.ReasonNone, true
-		switch {
-		case n.stop != nil && n.parent.Err() != nil:
-			b.cancelled++ // failed with the context's error (refuseEach)
-		case b.line.Clocked() && b.line.Serve(t, t-n.joined, t-head.joined):
-			r = bulkhead.ReasonCoDel
-		default:
-			r, drop = expired(n, t)
-		}
-		b.unqueueLocked(n)
-		if !drop {
+		if b.takeLocked(n, head, &t) {
 			return n
 		}
-		b.shedLocked(n, r)
 	}
-	for n := b.waiting.pop(); n != nil; n = b.waiting.pop() {
-		if !b.lateLocked(n) {
+	for n := b.waiting.head; n != nil; n = b.waiting.head {
+		if b.leaveLineLocked(n) {
 			close(n.ready)
 			return n
 		}
@@ -621,26 +595,38 @@ func (b *Bulkhead) popLocked() *node {
 	return nil
 }
 
-// expired reports whether queued n's deadline (QueueTimeout, or its
-// context's less MinDeadlineSlack) has come at t, and the reason to refuse
-// it for.
-func expired(n *node, t int64) (bulkhead.Reason, bool) {
-	switch {
-	case n.deadline != 0 && n.deadline <= t && n.byDeadline:
-		return bulkhead.ReasonDeadline, true // never started too late
-	case n.deadline != 0 && n.deadline <= t:
-		return bulkhead.ReasonTimeout, true
+// takeLocked takes n out of the queue and reports whether it may start
+// (head is the queue's head, for CoDel's sojourn): not if its submitter's
+// context has ended (the drop that context.AfterFunc runs may not have the
+// lock yet), CoDel sheds it, or its deadline (QueueTimeout, or its
+// context's less MinDeadlineSlack) has come; it then sheds it. *t is the
+// time, read at the first rule that needs it.
+func (b *Bulkhead) takeLocked(n, head *node, t *int64) bool {
+	if *t == 0 && (b.line.Clocked() || n.deadline != 0) {
+		*t = b.now()
 	}
-	return bulkhead.ReasonNone, false
+	switch {
+	case n.stop != nil && n.parent.Err() != nil:
+		b.cancelled++ // failed with the context's error (droppedAll)
+		b.shedLocked(n, bulkhead.ReasonNone)
+	case b.line.Clocked() && b.line.Serve(*t, *t-n.joined, *t-head.joined):
+		b.shedLocked(n, bulkhead.ReasonCoDel)
+	case n.deadline != 0 && n.deadline <= *t && n.byDeadline:
+		b.shedLocked(n, bulkhead.ReasonDeadline) // never started too late
+	case n.deadline != 0 && n.deadline <= *t:
+		b.shedLocked(n, bulkhead.ReasonTimeout)
+	default:
+		b.unqueueLocked(n)
+		return true
+	}
+	return false
 }
 
-// shedLocked marks n, taken out of the queue, refused for r (none: its
-// context ended), for the caller to complete after the unlock.
+// shedLocked takes n out of the queue, refused for r (none: its context
+// ended), for the caller to fail once b.mu is released (takeShedLocked).
 func (b *Bulkhead) shedLocked(n *node, r bulkhead.Reason) {
-	n.state, n.reason = stDone, r
-	if b.shadow != nil {
-		b.shadowDone(n)
-	}
+	b.dropLocked(n)
+	n.reason = r
 	if r != bulkhead.ReasonNone {
 		b.rejected[r].Add(1)
 	}
@@ -860,11 +846,8 @@ func (b *Bulkhead) dropQueued(n *node, err error, typ bulkhead.EventType) bool {
 		return false
 	}
 	b.dropLocked(n)
-	var more, sh []*node
-	if b.keys != nil {
-		more, sh = b.kickLocked(), b.takeShedLocked()
-	}
-	if fe, ok := err.(*bulkhead.FullError); ok && typ == bulkhead.EventRejected {
+	more, sh := b.kickLocked(), b.takeShedLocked() // a keyed pool's next tasks
+	if fe, ok := err.(*bulkhead.FullError); ok {
 		b.rejected[fe.Reason].Add(1)
 	} else {
 		b.cancelled++
@@ -873,10 +856,7 @@ func (b *Bulkhead) dropQueued(n *node, err error, typ bulkhead.EventType) bool {
 		err = n.parent.Err()
 	}
 	b.mu.Unlock()
-	for _, m := range more {
-		b.invoke(m)
-	}
-	b.refusedAll(sh)
+	b.startAll(more, sh)
 	b.droppedAll([]*node{n}, typ, err)
 	if b.closed.Load() {
 		b.releaseIfDone()
@@ -884,9 +864,8 @@ func (b *Bulkhead) dropQueued(n *node, err error, typ bulkhead.EventType) bool {
 	return true
 }
 
-// takeShedLocked returns the tasks the queue's rules dropped (see
-// popLocked) and counts a busy goroutine for them, which refusedAll ends:
-// Close waits until their futures are done. b.mu must be held.
+// takeShedLocked returns the tasks shed (shedLocked), counting a busy
+// goroutine that refusedAll ends: Close waits for their futures. b.mu must be held.
 func (b *Bulkhead) takeShedLocked() []*node {
 	sh := b.shedNodes
 	if sh != nil {
@@ -896,9 +875,17 @@ func (b *Bulkhead) takeShedLocked() []*node {
 	return sh
 }
 
-// refusedAll fails the futures of queued tasks the queue's rules refused
-// after they waited, as droppedAll does, and ends takeShedLocked's busy
-// count; nil does nothing.
+// startAll hands the tasks started under b.mu to workers, and fails those
+// shed (refusedAll), once b.mu is released.
+func (b *Bulkhead) startAll(start, shed []*node) {
+	for _, n := range start {
+		b.invoke(n)
+	}
+	b.refusedAll(shed)
+}
+
+// refusedAll fails the tasks shed (droppedAll) and ends takeShedLocked's
+// busy count; nil does nothing.
 func (b *Bulkhead) refusedAll(ns []*node) {
 	if ns == nil {
 		return
@@ -935,7 +922,7 @@ func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 		case n.reason == bulkhead.ReasonNone:
 			t, e = bulkhead.EventCancelled, n.parent.Err()
 		default:
-			t, e = bulkhead.EventRejected, b.full.Load().err(n.reason, true)
+			t, e = bulkhead.EventRejected, &b.full.Load()[1][n.reason]
 		}
 		if n.grp != nil {
 			n.grp.end(n, e, true)
@@ -993,10 +980,7 @@ func (b *Bulkhead) ReconfigureFunc(f func(Config) (Config, bool)) error {
 	if old != nil {
 		old.Release() // does not wait: its busy workers exit once their tasks are done
 	}
-	for _, n := range start {
-		b.invoke(n)
-	}
-	b.refusedAll(shed)
+	b.startAll(start, shed)
 	if limit > 0 && b.hub.Active() {
 		b.hub.Publish(bulkhead.Event{Name: b.name, Kind: bulkhead.Pool, Type: bulkhead.EventLimitChanged,
 			Time: clock.Now(), Limit: limit})
@@ -1088,10 +1072,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 	if !b.closed.Load() {
 		b.closed.Store(true)
 		for n := b.waiting.head; n != nil; n = b.waiting.head {
-			b.unwaitLocked(n)
-			b.tidyLocked(n)
-			b.cancelled++
-			n.state = stDone
+			b.cancelWaitLocked(n)
 			n.refused = true
 			close(n.ready)
 			refused = append(refused, n)

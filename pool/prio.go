@@ -54,10 +54,7 @@ func (cs *classes) set(cfg *Config, t int64) {
 // only the lanes below c hold tasks of a class below c.
 func (b *Bulkhead) victimLocked(c int) *node {
 	cs := b.keys.prio
-	var t int64
-	if cs.aging > 0 {
-		t = b.now()
-	}
+	t := cs.now(b)
 	var v *node
 	vc := c
 	for l := range c {
@@ -73,14 +70,11 @@ func (b *Bulkhead) victimLocked(c int) *node {
 // bumpPrioLocked makes room for n in a full line of submitters waiting
 // for room (MaxWaitingCalls) of a pool with priorities: it refuses the
 // newest waiter of the lowest class (raised by Aging) below n's, with
-// ReasonDisplaced if Displace is on, else ReasonWaiters, and returns it;
-// nil if nobody lower waits. b.mu must be held.
-func (b *Bulkhead) bumpPrioLocked(n *node) *node {
+// ReasonDisplaced if Displace is on, else ReasonWaiters; false if nobody
+// lower waits. b.mu must be held.
+func (b *Bulkhead) bumpPrioLocked(n *node) bool {
 	cs := b.keys.prio
-	var t int64
-	if cs.aging > 0 {
-		t = b.now()
-	}
+	t := cs.now(b)
 	var v *node
 	vc := int(n.lane.class) // n has not waited yet
 	for w := b.waiting.tail; w != nil; w = w.prev {
@@ -89,26 +83,15 @@ func (b *Bulkhead) bumpPrioLocked(n *node) *node {
 		}
 	}
 	if v == nil {
-		return nil
+		return false
 	}
 	r := bulkhead.ReasonWaiters
 	if cs.displace {
 		r = bulkhead.ReasonDisplaced
 	}
 	b.unwaitLocked(v)
-	v.state, v.bumped, v.reason = stDone, true, r
-	b.rejected[r].Add(1)
-	close(v.ready)
-	return v
-}
-
-// bumpReason is the reason a waiting submitter's task n was refused for
-// (for a newer one, displaced, or at its deadline).
-func (n *node) bumpReason() bulkhead.Reason {
-	if n.reason != bulkhead.ReasonNone {
-		return n.reason
-	}
-	return bulkhead.ReasonWaiters
+	b.bumpLocked(v, r)
+	return true
 }
 
 // classOf returns p's lane index, p clamped to the four classes.
@@ -158,7 +141,6 @@ func (b *Bulkhead) admitPrioLocked(ctx context.Context, n *node, wait bool) erro
 		}
 		v := b.victimLocked(c)
 		b.enqueueLocked(n) // first, so that v's slot goes to n, not to a waiting submitter
-		b.unqueueLocked(v)
 		b.shedLocked(v, bulkhead.ReasonDisplaced)
 		sh := b.takeShedLocked()
 		b.mu.Unlock()
@@ -196,13 +178,11 @@ func (cs *classes) step(n *node, t int64) int64 {
 	return start + (k+1)*int64(cs.aging)
 }
 
-// ageLocked arranges the re-check (aged) at the earliest next aging step
-// of the tasks a class's ceiling holds back beside a free worker (the
-// heads of the queue's lanes, and the waiting submitters) or beside a free
-// queue slot (the waiting submitters), and stops it if none is: Aging then
-// takes effect when a task's class rises, not at the next finish or
-// arrival. b.mu must be held; popPrioLocked calls it once it finds nothing
-// to start, refillPrioLocked once it has moved what it may.
+// ageLocked arms the tick (aged) for the earliest next aging step of the
+// tasks a class's ceiling holds back beside a free worker (the lanes'
+// heads, the waiting submitters) or a free queue slot (the waiting
+// submitters), or stops it: Aging takes effect when a class rises, not at
+// the next finish or arrival. b.mu must be held.
 func (b *Bulkhead) ageLocked() {
 	cs := b.keys.prio
 	if cs.aging <= 0 || b.queue.len == 0 && b.waiting.len == 0 {
@@ -254,11 +234,9 @@ func (cs *classes) arm(b *Bulkhead, next, t int64) {
 	}
 }
 
-// aged is the tick: it moves the waiting submitters whose aged class
-// admits them into the queue and starts the queued tasks whose aged class
-// admits them, then arms the tick for the next step. It runs on the
-// timer's goroutine, counted busy (Close waits for it), or in an
-// admission that finds a step due.
+// aged is the tick: it refills the queue and starts what the classes'
+// ceilings now admit, then arms the next step. It runs on the timer's
+// goroutine, counted busy, or in an admission that finds a step due.
 func (b *Bulkhead) aged() {
 	b.busy.Add(1) // before the work can find the bulkhead drained
 	defer b.workDone()
@@ -269,10 +247,7 @@ func (b *Bulkhead) aged() {
 	b.ageLocked()
 	sh := b.takeShedLocked()
 	b.mu.Unlock()
-	for _, m := range more {
-		b.invoke(m)
-	}
-	b.refusedAll(sh)
+	b.startAll(more, sh)
 }
 
 // stopAgingLocked stops the tick of a pool with priorities (Close, once
@@ -281,6 +256,14 @@ func (b *Bulkhead) stopAgingLocked() {
 	if b.keys != nil && b.keys.prio != nil {
 		b.keys.prio.arm(b, 0, 0)
 	}
+}
+
+// now is b.now() for class, or 0 without Aging, which needs no time.
+func (cs *classes) now(b *Bulkhead) int64 {
+	if cs.aging > 0 {
+		return b.now()
+	}
+	return 0
 }
 
 // class returns queued or waiting n's class, raised by one per Aging it
@@ -294,15 +277,13 @@ func (cs *classes) class(n *node, t int64) int {
 	return c
 }
 
-// popPrioLocked is popLocked for a pool with priorities: the oldest task of
-// the highest class queued (its class raised by Aging; the older first
-// between equal classes) if that class's ceiling admits it, else the
-// oldest waiting submitter's task of the highest class (raised by Aging
-// too) admitted. Tasks past their deadline go to shedNodes.
+// popPrioLocked is popLocked for a pool with priorities: the oldest queued
+// task of the highest class (raised by Aging) if its ceiling admits it,
+// else the oldest waiting submitter's of the highest class admitted.
 func (b *Bulkhead) popPrioLocked() *node {
 	cs := b.keys.prio
 	taken := b.active - b.lent
-	t := b.now()
+	t := cs.now(b)
 	for {
 		var best *node
 		bc := -1
@@ -316,28 +297,16 @@ func (b *Bulkhead) popPrioLocked() *node {
 		if best == nil || taken >= cs.workers[bc] {
 			break
 		}
-		r, drop := bulkhead.ReasonNone, true
-		if best.stop != nil && best.parent.Err() != nil {
-			b.cancelled++ // failed with the context's error (refuseEach)
-		} else {
-			r, drop = expired(best, t)
-		}
-		b.unqueueLocked(best)
-		if !drop {
+		if b.takeLocked(best, best, &t) {
 			return best
 		}
-		b.shedLocked(best, r)
 	}
 	for c := len(cs.lanes) - 1; c >= 0 && taken < cs.workers[c]; c-- {
 		for n := b.waiting.head; n != nil; {
 			next := n.next
-			if cs.class(n, t) == c {
-				b.unwaitLocked(n)
-				if !b.lateLocked(n) {
-					close(n.ready)
-					return n
-				}
-				b.tidyLocked(n)
+			if cs.class(n, t) == c && b.leaveLineLocked(n) {
+				close(n.ready)
+				return n
 			}
 			n = next
 		}
@@ -355,18 +324,15 @@ func (b *Bulkhead) popPrioLocked() *node {
 func (b *Bulkhead) refillPrioLocked() {
 	cs := b.keys.prio
 	var t int64
-	if cs.aging > 0 && b.waiting.len > 0 {
-		t = b.now()
+	if b.waiting.len > 0 {
+		t = cs.now(b)
 	}
 	for c := len(cs.lanes) - 1; c >= 0; c-- {
 		for n := b.waiting.head; n != nil && b.queue.len < cs.qus[c]; {
 			next := n.next
-			if cs.class(n, t) == c {
-				b.unwaitLocked(n)
-				if !b.lateLocked(n) {
-					b.enqueueLocked(n)
-					close(n.ready)
-				}
+			if cs.class(n, t) == c && b.leaveLineLocked(n) {
+				b.enqueueLocked(n)
+				close(n.ready)
 			}
 			n = next
 		}

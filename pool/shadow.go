@@ -64,9 +64,9 @@ type shadow struct {
 	workers, qcap int           // the limits, the Config's filled in
 	timeout       time.Duration // 0: none
 	since         int64         // from now(): when the timeout was switched on; no task waits from before it
-	inUse, queued int           // shadow workers and queue slots held
-	head, tail    *slot         // the tasks holding a queue slot, oldest first
-	idle          *slot         // the tasks holding a worker that the pool still queues (at most inUse)
+	inUse         int           // shadow workers held
+	queue         slotList      // the tasks holding a shadow queue slot, oldest first
+	idle          slotList      // the tasks holding a shadow worker that the pool still queues
 	free          *slot         // slots of ended tasks, for reuse (linked by next)
 	// slots holds each admitted task's place. A field of node's would put
 	// a task[int] in the next size class, 320 bytes instead of 288, in
@@ -81,15 +81,47 @@ type slot struct {
 	started    bool  // the pool has started the task
 	decided    bool  // counted WouldTimeOut, or known not to be
 	at         int64 // from now(): when the pool admitted it (with a timeout)
-	prev, next *slot // in the shadow's queue or idle list
+	prev, next *slot // in shadow.queue or shadow.idle
 }
 
 const (
 	holdNone   uint8 = iota
 	holdWorker       // a shadow worker, and the pool has started the task
 	holdIdle         // a shadow worker, and the pool still queues the task (shadow.idle)
-	holdQueue        // a shadow queue slot (shadow.head)
+	holdQueue        // a shadow queue slot (shadow.queue)
 )
+
+// slotList is a list of slots with O(1) removal, as queue is of nodes.
+type slotList struct {
+	head, tail *slot
+	len        int
+}
+
+func (l *slotList) push(s *slot) {
+	s.prev, s.next = l.tail, nil
+	if l.tail == nil {
+		l.head = s
+	} else {
+		l.tail.next = s
+	}
+	l.tail = s
+	l.len++
+}
+
+func (l *slotList) remove(s *slot) {
+	if s.prev == nil {
+		l.head = s.next
+	} else {
+		s.prev.next = s.next
+	}
+	if s.next == nil {
+		l.tail = s.prev
+	} else {
+		s.next.prev = s.prev
+	}
+	s.prev, s.next = nil, nil
+	l.len--
+}
 
 // applyShadow installs cfg's Shadow (apply copied it). b.mu must be held (or b
 // unshared).
@@ -130,18 +162,16 @@ func (b *Bulkhead) ShadowStats() (bulkhead.ShadowStats, bool) {
 		return bulkhead.ShadowStats{}, false
 	}
 	b.shadowExpire(b.now())
-	return bulkhead.ShadowStats{Limit: sh.workers, InUse: sh.inUse, QueueDepth: sh.queued, QueueCapacity: sh.qcap,
+	return bulkhead.ShadowStats{Limit: sh.workers, InUse: sh.inUse, QueueDepth: sh.queue.len, QueueCapacity: sh.qcap,
 		WouldReject: sh.reject, WouldWait: sh.wait, WouldTimeOut: sh.timeOut}, true
 }
 
-// shadowAdmit gives n, a task the pool admits (queues or starts), its place
-// in the shadow. b.mu must be held and b.shadow not nil.
-func (b *Bulkhead) shadowAdmit(n *node) { b.shadowTake(n, false) }
-
-// shadowTake is shadowAdmit for n, which the pool starts now if start.
-func (b *Bulkhead) shadowTake(n *node, start bool) {
+// shadowAdmit gives n, a task the pool admits (queues, or starts now if
+// start), its place in the shadow. b.mu must be held (as for all the
+// shadow's functions) and b.shadow not nil.
+func (b *Bulkhead) shadowAdmit(n *node, start bool) {
 	sh := b.shadow
-	if _, ok := sh.slots[n]; ok || !sh.on {
+	if !sh.on {
 		return
 	}
 	// Reused, not allocated: BenchmarkShadowSubmitWait/shadowed 5.1k instead
@@ -153,6 +183,7 @@ func (b *Bulkhead) shadowTake(n *node, start bool) {
 		s = new(slot)
 	}
 	sh.slots[n] = s
+	s.started = start
 	if sh.timeout > 0 {
 		s.at = b.now()
 		b.shadowExpire(s.at) // the shadow's queue slots of tasks its timeout would have dropped by now are free
@@ -161,20 +192,10 @@ func (b *Bulkhead) shadowTake(n *node, start bool) {
 	case n.lender != nil: // runs in its submitter's slot, in the shadow too
 		s.decided = true
 	case sh.inUse < sh.workers:
-		sh.inUse++
-		if s.hold = holdWorker; !start {
-			b.shadowIdle(s)
-		}
-	case sh.queued < sh.qcap:
+		b.shadowGive(s)
+	case sh.queue.len < sh.qcap:
 		s.hold = holdQueue
-		sh.queued++
-		s.prev = sh.tail
-		if sh.tail == nil {
-			sh.head = s
-		} else {
-			sh.tail.next = s
-		}
-		sh.tail = s
+		sh.queue.push(s)
 		sh.wait++
 	default:
 		s.decided = true
@@ -182,14 +203,25 @@ func (b *Bulkhead) shadowTake(n *node, start bool) {
 	}
 }
 
-// shadowStart is shadowAdmit for n, which the pool starts now, and then
-// settles whether the shadow would have timed it out. b.mu must be held
-// and b.shadow not nil.
+// shadowGive gives s a shadow worker: decided if the pool has started its
+// task (before the timeout: the callers made sure), else idle until it does.
+func (b *Bulkhead) shadowGive(s *slot) {
+	b.shadow.inUse++
+	if s.started {
+		s.hold, s.decided = holdWorker, true
+		return
+	}
+	s.hold = holdIdle
+	b.shadow.idle.push(s)
+}
+
+// shadowStart is shadowAdmit for n, which the pool starts now, or, if it
+// was queued, settles whether the shadow would have timed it out.
 func (b *Bulkhead) shadowStart(n *node) {
 	b.shadowSettle()
-	b.shadowTake(n, true)
 	s := b.shadow.slots[n]
 	if s == nil {
+		b.shadowAdmit(n, true)
 		return
 	}
 	s.started = true
@@ -199,10 +231,8 @@ func (b *Bulkhead) shadowStart(n *node) {
 		b.shadowDecide(s)
 		b.shadowRelease(s, 0)
 	case s.hold == holdIdle:
-		b.shadowUnidle(s)
+		b.shadow.idle.remove(s)
 		s.hold = holdWorker
-		fallthrough
-	case s.hold == holdWorker:
 		b.shadowDecide(s)
 	case s.hold == holdQueue && b.shadowLate(s, 0):
 		b.shadowTimedOut(s, 0)
@@ -210,8 +240,7 @@ func (b *Bulkhead) shadowStart(n *node) {
 }
 
 // shadowDone gives back n's place in the shadow, and its slot for reuse:
-// n has finished, or left the queue unrun. b.mu must be held and b.shadow
-// not nil.
+// n has finished, or left the queue unrun.
 func (b *Bulkhead) shadowDone(n *node) {
 	b.shadowSettle()
 	s := b.shadow.slots[n]
@@ -231,8 +260,7 @@ func (b *Bulkhead) shadowDone(n *node) {
 // time at (from now(); 0: now), since s was admitted or, if later, since
 // the timeout was switched on.
 func (b *Bulkhead) shadowLate(s *slot, at int64) bool {
-	sh := b.shadow
-	if sh.timeout == 0 {
+	if b.shadow.timeout == 0 {
 		return false
 	}
 	if at == 0 {
@@ -267,57 +295,18 @@ func (b *Bulkhead) shadowTimedOut(s *slot, at int64) {
 // shadow worker going to the oldest task then holding a shadow queue slot.
 func (b *Bulkhead) shadowRelease(s *slot, at int64) {
 	sh := b.shadow
-	switch s.hold {
+	hold := s.hold
+	s.hold = holdNone
+	switch hold {
 	case holdIdle:
-		b.shadowUnidle(s)
+		sh.idle.remove(s)
 		fallthrough
 	case holdWorker:
 		sh.inUse--
-		s.hold = holdNone
 		b.shadowPromote(at)
 	case holdQueue:
-		b.shadowUnqueue(s)
+		sh.queue.remove(s)
 	}
-}
-
-// shadowUnqueue takes s out of the shadow's queue.
-func (b *Bulkhead) shadowUnqueue(s *slot) {
-	sh := b.shadow
-	if s.prev == nil {
-		sh.head = s.next
-	} else {
-		s.prev.next = s.next
-	}
-	if s.next == nil {
-		sh.tail = s.prev
-	} else {
-		s.next.prev = s.prev
-	}
-	s.prev, s.next, s.hold = nil, nil, holdNone
-	sh.queued--
-}
-
-// shadowIdle puts s, given a shadow worker, in the shadow's idle list.
-func (b *Bulkhead) shadowIdle(s *slot) {
-	sh := b.shadow
-	s.hold, s.prev, s.next = holdIdle, nil, sh.idle
-	if sh.idle != nil {
-		sh.idle.prev = s
-	}
-	sh.idle = s
-}
-
-// shadowUnidle takes s out of the shadow's idle list.
-func (b *Bulkhead) shadowUnidle(s *slot) {
-	if s.prev == nil {
-		b.shadow.idle = s.next
-	} else {
-		s.prev.next = s.next
-	}
-	if s.next != nil {
-		s.next.prev = s.prev
-	}
-	s.prev, s.next = nil, nil
 }
 
 // shadowPromote gives free shadow workers, at time at (from now(); 0:
@@ -325,19 +314,13 @@ func (b *Bulkhead) shadowUnidle(s *slot) {
 // those the shadow's timeout would have dropped by then.
 func (b *Bulkhead) shadowPromote(at int64) {
 	sh := b.shadow
-	for sh.inUse < sh.workers && sh.head != nil {
-		s := sh.head
+	for s := sh.queue.head; s != nil && sh.inUse < sh.workers; s = sh.queue.head {
 		if b.shadowLate(s, at) {
 			b.shadowTimedOut(s, at)
 			continue
 		}
-		b.shadowUnqueue(s)
-		sh.inUse++
-		if s.hold = holdWorker; !s.started {
-			b.shadowIdle(s)
-		} else {
-			s.decided = true // started and given a worker now, before the timeout
-		}
+		sh.queue.remove(s)
+		b.shadowGive(s)
 	}
 }
 
@@ -345,7 +328,7 @@ func (b *Bulkhead) shadowPromote(at int64) {
 // shadow QueueTimeout has passed, so that each worker went on when it did,
 // before anything else changes the shadow.
 func (b *Bulkhead) shadowSettle() {
-	if b.shadow.idle != nil {
+	if b.shadow.idle.head != nil {
 		b.shadowExpire(b.now())
 	}
 }
@@ -359,7 +342,7 @@ func (b *Bulkhead) shadowExpire(now int64) {
 	sh := b.shadow
 	for {
 		var first *slot
-		for s := sh.idle; s != nil; s = s.next {
+		for s := sh.idle.head; s != nil; s = s.next {
 			if b.shadowLate(s, now) && (first == nil || b.shadowDue(s) < b.shadowDue(first)) {
 				first = s
 			}
@@ -369,7 +352,7 @@ func (b *Bulkhead) shadowExpire(now int64) {
 		}
 		b.shadowTimedOut(first, b.shadowDue(first))
 	}
-	for s := sh.head; s != nil && b.shadowLate(s, now); s = sh.head {
+	for s := sh.queue.head; s != nil && b.shadowLate(s, now); s = sh.queue.head {
 		b.shadowTimedOut(s, now)
 	}
 }

@@ -51,9 +51,9 @@ type node struct {
 	prev, next *node // in the line of waiting submitters, the queue or the running tasks
 	state      nodeState
 	refused    bool            // Close refused it while its submitter waited for room; set before ready closes
-	bumped     bool            // refused while its submitter waited, for reason (see bumpReason), set before ready closes
+	bumped     bool            // refused while its submitter waited, for reason (see bumpLocked), set before ready closes
 	byDeadline bool            // its deadline (below) is its submitter's, less MinDeadlineSlack
-	reason     bulkhead.Reason // why the queue's rules dropped it, if they did
+	reason     bulkhead.Reason // why the queue's rules dropped it or bumpLocked refused it, if either did
 	inGroup    bool            // in the pool, for its Group (guarded by the Group's mutex)
 	lent       bool            // a task started in this task's slot runs (see help)
 	ended      uint8           // its context's end (guarded by cmu): an index of ctxErrs, 0 until the pool ends it
