@@ -48,3 +48,38 @@ func TestWaitOnPromiseWithPoolFutureCanceler(t *testing.T) {
 		}
 	})
 }
+
+// A task's context keeps its Done channel after the task returns: as the
+// context contract says, successive calls of Done return the same value
+// (review finding: a dropped task's context returned another, closed one).
+func TestTaskContextDoneStableAfterReturn(t *testing.T) {
+	b, err := pool.New("done", pool.Config{MaxWorkers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, parent := range []context.Context{context.Background(), cancellable} {
+		var tctx context.Context
+		var before <-chan struct{}
+		f, err := pool.Submit(parent, b, func(ctx context.Context) (int, error) {
+			tctx, before = ctx, ctx.Done()
+			return 0, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if after := tctx.Done(); after != before {
+			t.Errorf("parent %v: Done changed after the task returned: %p, then %p", parent, before, after)
+		}
+		select {
+		case <-before:
+		default:
+			t.Errorf("parent %v: the task's Done is open after it returned", parent)
+		}
+	}
+}

@@ -47,12 +47,13 @@ type Group[T any] struct {
 }
 
 // gtask is a task of a Group: the group keeps its value, so it has no
-// future, 80 bytes less than Submit's task for an int (G4_FanOut/ours_pool_Group).
+// future: 224 bytes for an int, against 288 for Submit's task (G4_FanOut/ours_pool_Group).
 type gtask[T any] struct {
 	node
 	g  *Group[T]
 	fn func(context.Context) (T, error) // nil once ended (guarded by g.mu)
 	v  T
+	gi int // its index in the group (-1 until TryGo places it; guarded by g.mu)
 }
 
 func (t *gtask[T]) exec() { t.v, t.err = t.fn(&t.node) }
@@ -316,10 +317,11 @@ func (g *Group[T]) end(n *node, err error, out bool) {
 	first := g.err == nil
 	var rest []*gtask[T]
 	if first {
-		if n.gi < 0 { // a TryGo's task that fails before TryGo returns
-			g.placeLocked(g.pendingLocked(n))
+		t := n.j.(*gtask[T])
+		if t.gi < 0 { // a TryGo's task that fails before TryGo returns
+			g.placeLocked(t)
 		}
-		g.err = &future.TaskError{Index: n.gi, Err: err}
+		g.err = &future.TaskError{Index: t.gi, Err: err}
 		g.cond.Broadcast()
 		g.oldestLocked() // moves next on
 		rest = slices.Concat(g.ts[g.next:], g.pending)
@@ -360,16 +362,6 @@ func (g *Group[T]) take(n *node) *node {
 
 // taker is the Group's side of the hook in finishMore.
 type taker interface{ take(n *node) *node }
-
-// pendingLocked returns the pending task whose node is n.
-func (g *Group[T]) pendingLocked(n *node) *gtask[T] {
-	for _, t := range g.pending {
-		if &t.node == n {
-			return t
-		}
-	}
-	panic("pool: a Group task with no index is not pending")
-}
 
 // refused ends t, which the pool did not take, with err, the group's
 // failure if it is the first.

@@ -45,10 +45,10 @@ type member interface {
 type node struct {
 	b          *Bulkhead // nil once dropped (guarded by cmu)
 	j          job
-	err        error  // the task's error, once run or dropped
-	grp        member // its Group, if any, and its index there (-1 until placed; guarded by the Group's mutex)
-	gi         int
-	prev, next *node // in the line of waiting submitters, the queue or the running tasks
+	err        error           // the task's error, once run or dropped
+	grp        member          // its Group, if any
+	done       <-chan struct{} // its context's Done once dropped, if one was made before (see drop)
+	prev, next *node           // in the line of waiting submitters, the queue or the running tasks
 	state      nodeState
 	refused    bool            // Close refused it while its submitter waited for room; set before ready closes
 	bumped     bool            // refused while its submitter waited, for reason (see bumpLocked), set before ready closes
@@ -94,7 +94,10 @@ func (n *node) Done() <-chan struct{} {
 
 func (n *node) doneLocked() <-chan struct{} {
 	switch {
-	case n.cancel == nil && n.b == nil: // dropped: ended
+	case n.cancel == nil && n.b == nil: // dropped: ended, with the channel it had, if any
+		if n.done != nil {
+			return n.done
+		}
 		return closedChan
 	case n.cancel == nil:
 		if n.parent, n.cancel = context.WithCancel(n.parent); n.ended != 0 {
@@ -224,6 +227,9 @@ func (n *node) drop() {
 			cancel(cause)
 			keep = c
 		}
+	}
+	if n.cancel != nil { // Done was asked for: successive calls return the same channel
+		n.done = n.parent.Done()
 	}
 	n.parent, n.cancel, n.b, n.grp = keep, nil, nil, nil
 	n.cmu.Unlock()
