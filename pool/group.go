@@ -302,14 +302,14 @@ func (g *Group[T]) usable(name string, fnOK bool) {
 	}
 }
 
-// end is what the pool calls for a task of the group: with its failure
-// (err; a panic as a *bulkhead.PanicError), first from the task's worker
-// before its slot is freed; then once it is out of the pool (out), before
-// settle, which counts it out. The first failure stops the group: its
+// end is what the pool calls for a task of the group that failed (err; a
+// panic as a *bulkhead.PanicError): from the task's worker before its slot
+// is freed, or as it leaves the queue unrun; settle then counts it out of
+// the pool. The first failure stops the group: its
 // queued tasks leave the queue, then its context is cancelled with the
 // group's error as the cause (the context first would let the running
 // tasks end and their workers start queued tasks meanwhile).
-func (g *Group[T]) end(n *node, err error, out bool) {
+func (g *Group[T]) end(n *node, err error) {
 	if err == nil {
 		return
 	}
@@ -366,7 +366,7 @@ type taker interface{ take(n *node) *node }
 // refused ends t, which the pool did not take, with err, the group's
 // failure if it is the first.
 func (g *Group[T]) refused(t *gtask[T], err error) {
-	g.end(&t.node, err, true)
+	g.end(&t.node, err)
 	t.err = err
 	t.drop()
 	t.settle()

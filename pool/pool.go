@@ -743,7 +743,7 @@ func (b *Bulkhead) finishMore(n *node, start time.Time, leaving bool) (next *nod
 	err := n.err
 	grp := n.grp
 	if grp != nil && err != nil {
-		grp.end(n, err, false)
+		grp.end(n, err)
 	}
 	b.mu.Lock()
 	b.finished++
@@ -925,7 +925,7 @@ func (b *Bulkhead) droppedAll(ns []*node, typ bulkhead.EventType, err error) {
 			t, e = bulkhead.EventRejected, &b.full.Load()[1][n.reason]
 		}
 		if n.grp != nil {
-			n.grp.end(n, e, true)
+			n.grp.end(n, e)
 		}
 		n.err = e
 		n.drop()

@@ -37,7 +37,7 @@ type job interface {
 
 // member is a Group that a task belongs to: see Group.end.
 type member interface {
-	end(n *node, err error, out bool)
+	end(n *node, err error)
 }
 
 // node is the untyped part of a task. Its links, states and loan are
