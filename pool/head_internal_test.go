@@ -47,7 +47,7 @@ func TestPoolExpiredHeadNeverStartsBeforeItsTimer(t *testing.T) {
 					t.Fatal(err)
 				}
 				b.mu.Lock()
-				b.queue.head.expiry.Stop() // its callback is late
+				b.queue.head.x.expiry.Stop() // its callback is late
 				b.mu.Unlock()
 				time.Sleep(5 * time.Millisecond)
 				next, err := b.TryGo(context.Background(), func(context.Context) error { nextRan = true; return nil })
@@ -100,7 +100,7 @@ func TestPoolLateWaiterNeverAdmittedBeforeItsTimer(t *testing.T) {
 			}()
 			time.Sleep(30 * time.Millisecond)
 			b.mu.Lock()
-			b.waiting.head.deadline = b.now() // its point has come; its timer is late
+			b.waiting.head.x.deadline = b.now() // its point has come; its timer is late
 			b.mu.Unlock()
 			close(hold)
 			err = <-errc

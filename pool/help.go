@@ -26,8 +26,9 @@ func (b *Bulkhead) caller(ctx context.Context) *node {
 // slot not lent.
 func (b *Bulkhead) lendLocked(by, n *node) {
 	by.lent = true
-	n.lender = by
-	n.ready = make(chan struct{})
+	x := n.ax()
+	x.lender = by
+	x.ready = make(chan struct{})
 	b.lent++
 	b.startLocked(n)
 }
@@ -35,7 +36,7 @@ func (b *Bulkhead) lendLocked(by, n *node) {
 // runLent runs n, started in another task's slot, on a worker of its own,
 // and waits until it has finished (its callbacks included).
 func (b *Bulkhead) runLent(n *node) {
-	ended := n.ready
+	ended := n.x.ready // set by lendLocked, before n started
 	b.invoke(n)
 	<-ended
 }

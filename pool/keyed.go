@@ -397,7 +397,7 @@ func (b *Bulkhead) popKeyedLocked() *node {
 	for n := b.waiting.head; n != nil; {
 		next := n.next
 		if n.lane.q.len == 0 && n.lane.running < ks.perRun && b.leaveLineLocked(n) {
-			close(n.ready)
+			close(n.x.ready)
 			return n
 		}
 		n = next
@@ -418,7 +418,7 @@ func (b *Bulkhead) refillKeyedLocked() {
 		next := n.next
 		if n.lane.q.len < b.keys.perQueue && b.leaveLineLocked(n) {
 			b.enqueueLocked(n)
-			close(n.ready)
+			close(n.x.ready)
 		}
 		n = next
 	}

@@ -383,12 +383,12 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 	if slack := b.cfg.Load().MinDeadlineSlack; slack > 0 {
 		if dl, ok := ctx.Deadline(); ok {
 			point = time.Until(dl) - slack // > 0: tooLate said so
-			n.byDeadline, n.deadline = true, b.now()+int64(point)
+			n.byDeadline, n.ax().deadline = true, b.now()+int64(point)
 		}
 	}
 	n.state = stWaiting
 	ready := make(chan struct{})
-	n.ready = ready
+	n.ax().ready = ready
 	b.waiting.push(n)
 	if n.lane != nil {
 		n.lane.waiting++
@@ -402,7 +402,7 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 // MinDeadlineSlack has come, which refuses it. b.mu must be held.
 func (b *Bulkhead) leaveLineLocked(n *node) bool {
 	b.unwaitLocked(n)
-	if n.byDeadline && n.deadline <= b.now() {
+	if n.byDeadline && n.x.deadline <= b.now() {
 		b.bumpLocked(n, bulkhead.ReasonDeadline)
 		b.tidyLocked(n)
 		return false
@@ -415,7 +415,7 @@ func (b *Bulkhead) leaveLineLocked(n *node) bool {
 func (b *Bulkhead) bumpLocked(n *node, r bulkhead.Reason) {
 	n.state, n.bumped, n.reason = stDone, true, r
 	b.rejected[r].Add(1)
-	close(n.ready)
+	close(n.x.ready)
 }
 
 // cancelWaitLocked takes n out of the line of waiting submitters, counted
@@ -450,7 +450,7 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 		switch {
 		case n.state != stWaiting: // admitted or refused meanwhile: ready is closed
 		case err == nil: // its deadline less MinDeadlineSlack has come
-			n.deadline = b.now() // leaveLineLocked's point, whatever the clocks' rounding
+			n.x.deadline = b.now() // leaveLineLocked's point, whatever the clocks' rounding
 			b.leaveLineLocked(n)
 		default:
 			b.cancelWaitLocked(n)
@@ -511,7 +511,9 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 		n.joined = b.now()
 	}
 	d, r := cfg.QueueTimeout, bulkhead.ReasonTimeout
-	n.byDeadline, n.deadline = false, 0
+	if n.byDeadline = false; n.x != nil {
+		n.x.deadline = 0
+	}
 	if cfg.MinDeadlineSlack > 0 { // else no Deadline call per queued task
 		if dl, ok := n.parent.Deadline(); ok {
 			if w := time.Until(dl) - cfg.MinDeadlineSlack; d == 0 || w < d {
@@ -522,11 +524,12 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 	if d > 0 {
 		// popLocked compares deadline too: the timer's callback may not
 		// have the lock yet when a worker frees.
-		n.deadline = b.now() + int64(d)
-		n.expiry = time.AfterFunc(d, func() { b.dropBy(n, &b.full.Load()[1][r], bulkhead.EventRejected) })
+		x := n.ax()
+		x.deadline = b.now() + int64(d)
+		x.expiry = time.AfterFunc(d, func() { b.dropBy(n, &b.full.Load()[1][r], bulkhead.EventRejected) })
 	}
 	if parent := n.parent; parent.Done() != nil {
-		n.stop = context.AfterFunc(parent, func() { b.dropBy(n, nil, bulkhead.EventCancelled) })
+		n.ax().stop = context.AfterFunc(parent, func() { b.dropBy(n, nil, bulkhead.EventCancelled) })
 	}
 }
 
@@ -541,13 +544,13 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 	if b.queue.len == 0 {
 		b.line.Empty() // an empty queue stands no more (CoDel)
 	}
-	if n.stop != nil {
-		n.stop()
-		n.stop = nil
+	if x := n.x; x != nil && x.stop != nil {
+		x.stop()
+		x.stop = nil
 	}
-	if n.expiry != nil {
-		n.expiry.Stop()
-		n.expiry = nil
+	if x := n.x; x != nil && x.expiry != nil {
+		x.expiry.Stop()
+		x.expiry = nil
 	}
 	b.refillLocked()
 }
@@ -562,7 +565,7 @@ func (b *Bulkhead) refillLocked() {
 	for n := b.waiting.head; n != nil && b.queue.len < b.cfg.Load().QueueCapacity; n = b.waiting.head {
 		if b.leaveLineLocked(n) {
 			b.enqueueLocked(n)
-			close(n.ready)
+			close(n.x.ready)
 		}
 	}
 	b.storeSaturated()
@@ -588,7 +591,7 @@ func (b *Bulkhead) popLocked() *node {
 	}
 	for n := b.waiting.head; n != nil; n = b.waiting.head {
 		if b.leaveLineLocked(n) {
-			close(n.ready)
+			close(n.x.ready)
 			return n
 		}
 	}
@@ -602,18 +605,19 @@ func (b *Bulkhead) popLocked() *node {
 // context's less MinDeadlineSlack) has come; it then sheds it. *t is the
 // time, read at the first rule that needs it.
 func (b *Bulkhead) takeLocked(n, head *node, t *int64) bool {
-	if *t == 0 && (b.line.Clocked() || n.deadline != 0) {
+	x := n.rd()
+	if *t == 0 && (b.line.Clocked() || x.deadline != 0) {
 		*t = b.now()
 	}
 	switch {
-	case n.stop != nil && n.parent.Err() != nil:
+	case x.stop != nil && n.parent.Err() != nil:
 		b.cancelled++ // failed with the context's error (droppedAll)
 		b.shedLocked(n, bulkhead.ReasonNone)
 	case b.line.Clocked() && b.line.Serve(*t, *t-n.joined, *t-head.joined):
 		b.shedLocked(n, bulkhead.ReasonCoDel)
-	case n.deadline != 0 && n.deadline <= *t && n.byDeadline:
+	case x.deadline != 0 && x.deadline <= *t && n.byDeadline:
 		b.shedLocked(n, bulkhead.ReasonDeadline) // never started too late
-	case n.deadline != 0 && n.deadline <= *t:
+	case x.deadline != 0 && x.deadline <= *t:
 		b.shedLocked(n, bulkhead.ReasonTimeout)
 	default:
 		b.unqueueLocked(n)
@@ -701,7 +705,7 @@ func (b *Bulkhead) workDone() {
 // another worker. n's Group hears of its failure before the slot is freed
 // (see Group.end).
 func (b *Bulkhead) finish(n *node, start time.Time, leaving bool) (next *node) {
-	if n.grp != nil || n.lane != nil || n.lender != nil {
+	if n.grp != nil || n.lane != nil || n.x != nil && n.x.lender != nil { // x is not written while n runs
 		return b.finishMore(n, start, leaving)
 	}
 	// A task of no Group, lane or loan: the same steps with fewer values
@@ -761,11 +765,11 @@ func (b *Bulkhead) finishMore(n *node, start time.Time, leaving bool) (next *nod
 		n.lane.running--
 		b.tidyLocked(n)
 	}
-	if n.lender != nil {
-		n.lender.lent = false
-		n.lender = nil
+	if x := n.x; x != nil && x.lender != nil {
+		x.lender.lent = false
+		x.lender = nil
 		b.lent--
-		ended, loanEnded, b.loanEnded = n.ready, b.loanEnded, nil
+		ended, loanEnded, b.loanEnded = x.ready, b.loanEnded, nil
 	}
 	if b.queue.len+b.waiting.len > 0 && b.free() {
 		if next = b.popLocked(); next != nil {
@@ -1074,7 +1078,7 @@ func (b *Bulkhead) Close(ctx context.Context) error {
 		for n := b.waiting.head; n != nil; n = b.waiting.head {
 			b.cancelWaitLocked(n)
 			n.refused = true
-			close(n.ready)
+			close(n.x.ready)
 			refused = append(refused, n)
 		}
 	}

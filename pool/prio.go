@@ -305,7 +305,7 @@ func (b *Bulkhead) popPrioLocked() *node {
 		for n := b.waiting.head; n != nil; {
 			next := n.next
 			if cs.class(n, t) == c && b.leaveLineLocked(n) {
-				close(n.ready)
+				close(n.x.ready)
 				return n
 			}
 			n = next
@@ -332,7 +332,7 @@ func (b *Bulkhead) refillPrioLocked() {
 			next := n.next
 			if cs.class(n, t) == c && b.leaveLineLocked(n) {
 				b.enqueueLocked(n)
-				close(n.ready)
+				close(n.x.ready)
 			}
 			n = next
 		}

@@ -189,7 +189,7 @@ func (b *Bulkhead) shadowAdmit(n *node, start bool) {
 		b.shadowExpire(s.at) // the shadow's queue slots of tasks its timeout would have dropped by now are free
 	}
 	switch {
-	case n.lender != nil: // runs in its submitter's slot, in the shadow too
+	case n.rd().lender != nil: // runs in its submitter's slot, in the shadow too
 		s.decided = true
 	case sh.inUse < sh.workers:
 		b.shadowGive(s)
@@ -227,7 +227,7 @@ func (b *Bulkhead) shadowStart(n *node) {
 	s.started = true
 	switch {
 	case s.decided:
-	case n.lender != nil: // a queued task started in a waiting task's slot: the shadow would lend it too
+	case n.rd().lender != nil: // a queued task started in a waiting task's slot: the shadow would lend it too
 		b.shadowDecide(s)
 		b.shadowRelease(s, 0)
 	case s.hold == holdIdle:

@@ -57,27 +57,60 @@ type node struct {
 	inGroup    bool            // in the pool, for its Group (guarded by the Group's mutex)
 	lent       bool            // a task started in this task's slot runs (see help)
 	ended      uint8           // its context's end (guarded by cmu): an index of ctxErrs, 0 until the pool ends it
-	joined     int64           // from now(): when it was queued, for CoDel (set only with CoDel)
-	deadline   int64           // from now(): when QueueTimeout or (byDeadline) the slack drops it; 0: never
+	joined     int64           // from now(): when it was queued, for CoDel and aging (set only with them)
 	queuedAt   int64           // from now(); set only while someone is subscribed
-	expiry     *time.Timer     // drops it from the queue after QueueTimeout
-	stop       func() bool     // stops the watch on the submitter's context while queued
-	// ready is closed once a waiting submitter's task is admitted or refused,
-	// or once a task started in a lender's slot has finished (see help).
-	ready  chan struct{}
-	lender *node // the task whose slot this one runs in, until it finishes (see help)
-	lane   *lane // its key's lane in a keyed pool, nil in a plain one
+	x          *aux            // what only slow paths need, made when first needed (see aux)
+	lane       *lane           // its key's lane in a keyed pool, nil in a plain one
 	// The node is the task's context: parent is the submitter's until a Done
 	// is asked for, then (cancel set) a context.WithCancel of it, so that a task
-	// that never looks at ctx.Done() costs one allocation, in the 288-byte
+	// that never looks at ctx.Done() costs one allocation, in the 256-byte
 	// size class (G3_Join/ours_pool_Submit_Wait, G4_FanOut/ours_pool_Group).
 	cmu    sync.Mutex
 	parent context.Context
 	cancel context.CancelFunc
 }
 
+// aux is the part of a task that only a task with a QueueTimeout or deadline
+// timer, a watch on a cancellable submitter's context, a waiting submitter or
+// a lent slot needs, paths that allocate already: in an allocation of its own
+// (48 bytes), so that a plain task is one allocation in the 256-byte size
+// class, not 288 (G4_FanOut/ours_pool_Submit_All at GOMAXPROCS 2: GC;
+// G3_Join/ours_pool_Submit_Wait). Lock rule: node.x is set once, under the
+// Bulkhead's mutex, and never cleared; aux's fields are written under that
+// mutex and read under it, but for ready and lender read by the goroutine
+// that runs or waits for n after the mutex published them (awaitRoom's copy,
+// runLent, finish) while no one writes them.
+type aux struct {
+	deadline int64       // from now(): when QueueTimeout or (byDeadline) the slack drops it; 0: never
+	expiry   *time.Timer // drops it from the queue after QueueTimeout
+	stop     func() bool // stops the watch on the submitter's context while queued
+	// ready is closed once a waiting submitter's task is admitted or refused,
+	// or once a task started in a lender's slot has finished (see help).
+	ready  chan struct{}
+	lender *node // the task whose slot this one runs in, until it finishes (see help)
+}
+
+// noAux is what rd returns for a task without an aux: read, never written.
+var noAux aux
+
+// ax returns n's aux for writing, made if n has none. b.mu must be held.
+func (n *node) ax() *aux {
+	if n.x == nil {
+		n.x = new(aux)
+	}
+	return n.x
+}
+
+// rd returns n's aux for reading, a zero one if n has none. b.mu must be held.
+func (n *node) rd() *aux {
+	if n.x != nil {
+		return n.x
+	}
+	return &noAux
+}
+
 // ctxErrs are the errors of a task's context by node.ended: a byte, not an
-// error, keeps the task in the 288-byte size class (G4_FanOut: GC).
+// error, keeps the task in the 256-byte size class (G4_FanOut: GC).
 var ctxErrs = [...]error{nil, context.Canceled, context.DeadlineExceeded}
 
 // closedChan is the Done of a task's context once the task is done (see drop).
