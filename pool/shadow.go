@@ -69,7 +69,7 @@ type shadow struct {
 	idle          slotList      // the tasks holding a shadow worker that the pool still queues
 	free          *slot         // slots of ended tasks, for reuse (linked by next)
 	// slots holds each admitted task's place. A field of node's would put
-	// a task[int] in the next size class, 320 bytes instead of 288, in
+	// a task[int] in the next size class, 288 bytes instead of 256, in
 	// every pool (G3_Join/ours_pool_Submit_Wait).
 	slots                 map[*node]*slot
 	reject, wait, timeOut uint64
