@@ -40,8 +40,8 @@ type Group[T any] struct {
 	inPool  int // tasks submitted and not yet out of the pool (see settle)
 	limit   int // SetLimit's; 0: the pool's MaxWorkers
 	err     *future.TaskError
-	entered int  // tasks that entered the pool (a by's group looks again: see awaitLocked)
-	watch   bool // a Go waits at the limit: the end of ctx wakes it (see Go)
+	entered int         // tasks that entered the pool (a by's group looks again: see awaitLocked)
+	unwatch func() bool // stops the watch on ctx (see ended)
 	// hand: a waiting Go's task, for take (loaded without mu: G4_FanOut/ours_pool_Group)
 	hand atomic.Pointer[gtask[T]]
 }
@@ -96,6 +96,7 @@ func NewGroup[T any](ctx context.Context, b *Bulkhead) *Group[T] {
 	g.by, _ = ctx.Value(join.Key).(*node)
 	g.cond.L = &g.mu
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
+	g.unwatch = context.AfterFunc(g.ctx, g.ended)
 	return g
 }
 
@@ -144,10 +145,6 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 			g.hand.Store(t) // for take
 			offered = true
 		}
-		if !g.watch { // once per group, so that the end of ctx stops a waiting Go at once
-			g.watch = true
-			context.AfterFunc(g.ctx, g.wake)
-		}
 		g.awaitLocked(true)
 		if offered && g.hand.Load() != t { // take started t
 			g.mu.Unlock()
@@ -167,6 +164,8 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 		g.refused(t, context.Cause(g.ctx))
 	} else if err := g.b.enter(g.ctx, &t.node, true); err != nil {
 		g.refused(t, err)
+	} else if g.ctx.Err() != nil { // ended while t was queued: ended may have looked before
+		g.b.dropBy(&t.node, nil, bulkhead.EventCancelled)
 	} else if g.by != nil {
 		g.mu.Lock()
 		g.entered++
@@ -175,10 +174,20 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	}
 }
 
-// wake wakes every waiting Go and Wait, to look again.
-func (g *Group[T]) wake() {
+// ended runs once the group's context ends before Wait returns: the
+// group's queued tasks leave the queue (one watch for the group, not one
+// per queued task: G4_FanOut/parallel/ours_pool_Group allocations), and
+// every waiting Go and Wait looks again.
+func (g *Group[T]) ended() {
 	g.mu.Lock()
+	g.oldestLocked() // moves next on
+	rest := slices.Concat(g.ts[g.next:], g.pending)
 	g.mu.Unlock() // a waiter that looked before ctx ended is asleep now
+	for _, t := range rest {
+		if t != nil {
+			g.b.dropBy(&t.node, nil, bulkhead.EventCancelled)
+		}
+	}
 	g.cond.Broadcast()
 }
 
@@ -218,6 +227,9 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 	g.placeLocked(t)
 	g.entered++
 	g.mu.Unlock()
+	if g.ctx.Err() != nil { // ended while t was queued: ended may have looked before
+		g.b.dropBy(&t.node, nil, bulkhead.EventCancelled)
+	}
 	if g.by != nil {
 		g.cond.Broadcast()
 	}
@@ -256,6 +268,7 @@ func (g *Group[T]) Wait() ([]T, error) {
 	g.vals = vals
 	err := g.err
 	g.mu.Unlock()
+	g.unwatch() // no goroutine for ended at Wait's own cancel
 	g.cancel(nil)
 	if err == nil {
 		return vals, nil

@@ -85,3 +85,39 @@ func TestGroupGoAtTheLimitReturnsWhenTheContextEnds(t *testing.T) {
 		}
 	})
 }
+
+// The group's queued tasks leave the queue at once when the group's
+// context ends, counted cancelled, though the group watches its context
+// once, not once per queued task.
+func TestGroupQueuedTasksLeaveWhenTheContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := pool.New("ctx", pool.Config{MaxWorkers: 1, QueueCapacity: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		g := pool.NewGroup[int](ctx, b)
+		g.SetLimit(-1)
+		release := make(chan struct{})
+		g.Go(func(context.Context) (int, error) { <-release; return 0, nil })
+		ran := 0
+		for range 2 {
+			g.Go(func(context.Context) (int, error) { ran++; return 1, nil })
+		}
+		if s := b.Stats(); s.QueueDepth != 2 {
+			t.Fatalf("queue depth %d, want 2", s.QueueDepth)
+		}
+		cancel()
+		synctest.Wait()
+		if s := b.Stats(); s.QueueDepth != 0 || s.Cancelled != 2 {
+			t.Errorf("after the context ended: queue depth %d, %d cancelled; want 0 and 2", s.QueueDepth, s.Cancelled)
+		}
+		close(release)
+		if _, err := g.Wait(); err == nil || ran != 0 {
+			t.Errorf("Wait: %v, %d queued tasks ran; want the context's end and none", err, ran)
+		}
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -528,7 +528,7 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 		x.deadline = b.now() + int64(d)
 		x.expiry = time.AfterFunc(d, func() { b.dropBy(n, &b.full.Load()[1][r], bulkhead.EventRejected) })
 	}
-	if parent := n.parent; parent.Done() != nil {
+	if parent := n.parent; parent.Done() != nil && n.grp == nil { // a Group watches its context itself (Group.ended)
 		n.ax().stop = context.AfterFunc(parent, func() { b.dropBy(n, nil, bulkhead.EventCancelled) })
 	}
 }
@@ -610,7 +610,7 @@ func (b *Bulkhead) takeLocked(n, head *node, t *int64) bool {
 		*t = b.now()
 	}
 	switch {
-	case x.stop != nil && n.parent.Err() != nil:
+	case (x.stop != nil || n.grp != nil) && n.parent.Err() != nil:
 		b.cancelled++ // failed with the context's error (droppedAll)
 		b.shedLocked(n, bulkhead.ReasonNone)
 	case b.line.Clocked() && b.line.Serve(*t, *t-n.joined, *t-head.joined):
