@@ -90,9 +90,6 @@ type aux struct {
 	lender *node // the task whose slot this one runs in, until it finishes (see help)
 }
 
-// noAux is what rd returns for a task without an aux: read, never written.
-var noAux aux
-
 // ax returns n's aux for writing, made if n has none. b.mu must be held.
 func (n *node) ax() *aux {
 	if n.x == nil {
@@ -101,12 +98,14 @@ func (n *node) ax() *aux {
 	return n.x
 }
 
-// rd returns n's aux for reading, a zero one if n has none. b.mu must be held.
-func (n *node) rd() *aux {
+// rd returns a copy of n's aux, for reading (a zero one if n has none):
+// a copy, so that no write through it can reach n or another task. b.mu
+// must be held.
+func (n *node) rd() (x aux) {
 	if n.x != nil {
-		return n.x
+		x = *n.x
 	}
-	return &noAux
+	return x
 }
 
 // ctxErrs are the errors of a task's context by node.ended: a byte, not an
