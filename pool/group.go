@@ -180,8 +180,7 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 // every waiting Go and Wait looks again.
 func (g *Group[T]) ended() {
 	g.mu.Lock()
-	g.oldestLocked() // moves next on
-	rest := slices.Concat(g.ts[g.next:], g.pending)
+	rest := g.restLocked()
 	g.mu.Unlock() // a waiter that looked before ctx ended is asleep now
 	for _, t := range rest {
 		if t != nil {
@@ -336,8 +335,7 @@ func (g *Group[T]) end(n *node, err error) {
 		}
 		g.err = &future.TaskError{Index: t.gi, Err: err}
 		g.cond.Broadcast()
-		g.oldestLocked() // moves next on
-		rest = slices.Concat(g.ts[g.next:], g.pending)
+		rest = g.restLocked()
 	}
 	cause := g.err
 	g.mu.Unlock()
@@ -349,6 +347,12 @@ func (g *Group[T]) end(n *node, err error) {
 		}
 		g.cancel(cause)
 	}
+}
+
+// restLocked returns the group's tasks that may still be in the queue.
+func (g *Group[T]) restLocked() []*gtask[T] {
+	g.oldestLocked() // moves next on
+	return slices.Concat(g.ts[g.next:], g.pending)
 }
 
 // take is what the worker of n, a task of the group leaving the pool,
@@ -372,9 +376,6 @@ func (g *Group[T]) take(n *node) *node {
 	g.cond.Broadcast()
 	return &t.node
 }
-
-// taker is the Group's side of the hook in finishMore.
-type taker interface{ take(n *node) *node }
 
 // refused ends t, which the pool did not take, with err, the group's
 // failure if it is the first.

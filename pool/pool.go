@@ -778,7 +778,7 @@ func (b *Bulkhead) finishMore(n *node, start time.Time, leaving bool) (next *nod
 	}
 	if next == nil && grp != nil && b.keys == nil && b.free() && !b.closed.Load() {
 		// A Go waiting at grp's limit starts in n's slot: see Group.take.
-		if next = grp.(taker).take(n); next != nil {
+		if next = grp.take(n); next != nil {
 			b.startLocked(next)
 		}
 	}

@@ -35,9 +35,10 @@ type job interface {
 	settle() // forgets the function, completes the future with the result
 }
 
-// member is a Group that a task belongs to: see Group.end.
+// member is a Group that a task belongs to: see Group.end and Group.take.
 type member interface {
 	end(n *node, err error)
+	take(n *node) *node
 }
 
 // node is the untyped part of a task. Its links, states and loan are
