@@ -38,6 +38,22 @@ func init() {
 				sink.Store(int64(res[fanOut-1]))
 			}
 		}},
+		opCase{oursKind, "pool_Group_NoLimit", func(b *testing.B) func() {
+			// The same without the group's limit (SetLimit(-1)): the tasks
+			// wait in the pool's queue, not in Go, and a worker starts the
+			// next one in the same frame. What the default limit costs is
+			// this row's difference to pool_Group (docs/pool.md "Cost").
+			p := newPool(b, joinWorkers, fanOut*runtime.GOMAXPROCS(0))
+			return func() {
+				g := pool.NewGroup[int](bg, p)
+				g.SetLimit(-1)
+				for range fanOut {
+					g.Go(answer)
+				}
+				res, _ := g.Wait()
+				sink.Store(int64(res[fanOut-1]))
+			}
+		}},
 	)
 }
 
