@@ -114,3 +114,85 @@ func TestPoolLateWaiterNeverAdmittedBeforeItsTimer(t *testing.T) {
 		})
 	}
 }
+
+// The same in a keyed pool, whose workers refill the queue lane by lane
+// (refillKeyedLocked, queue 1) or start a waiter's task that its lane
+// would start (popKeyedLocked, queue 0), and in a pool with priorities,
+// whose class lanes do the same (refillPrioLocked, popPrioLocked).
+func TestLanesLateWaiterNeverAdmittedBeforeItsTimer(t *testing.T) {
+	cfg := func(queue int) Config {
+		return Config{MaxWorkers: 1, QueueCapacity: queue, MinDeadlineSlack: 10 * time.Millisecond}
+	}
+	type lanePool struct {
+		b      *Bulkhead
+		submit func(ctx context.Context, fn func(context.Context) error, wait bool) error
+	}
+	kinds := map[string]func(t *testing.T, queue int) lanePool{
+		"keyed": func(t *testing.T, queue int) lanePool {
+			k, err := NewKeyed[string]("late", KeyedConfig{Config: cfg(queue)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lanePool{k.b, func(ctx context.Context, fn func(context.Context) error, wait bool) error {
+				f := func(ctx context.Context) (int, error) { return 0, fn(ctx) }
+				var err error
+				if wait {
+					_, err = GoKeyed(ctx, k, "b", f)
+				} else {
+					_, err = SubmitKeyed(ctx, k, "a", f)
+				}
+				return err
+			}}
+		},
+		"priorities": func(t *testing.T, queue int) lanePool {
+			c := cfg(queue)
+			c.Priorities = &bulkhead.Priorities{}
+			b, err := New("late", c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lanePool{b, func(ctx context.Context, fn func(context.Context) error, wait bool) error {
+				var err error
+				if wait {
+					_, err = b.Go(ctx, fn)
+				} else {
+					_, err = b.TryGo(ctx, fn)
+				}
+				return err
+			}}
+		},
+	}
+	for name, open := range kinds {
+		for _, queue := range []int{0, 1} {
+			synctest.Test(t, func(t *testing.T) {
+				p := open(t, queue)
+				b := p.b
+				defer b.Close(context.Background())
+				hold := make(chan struct{})
+				for range 1 + queue {
+					if err := p.submit(context.Background(), func(context.Context) error { <-hold; return nil }, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+				defer cancel()
+				ran := false
+				errc := make(chan error, 1)
+				go func() { errc <- p.submit(ctx, func(context.Context) error { ran = true; return nil }, true) }()
+				time.Sleep(30 * time.Millisecond)
+				b.mu.Lock()
+				b.waiting.head.x.deadline = b.now() // its point has come; its timer is late
+				b.mu.Unlock()
+				close(hold)
+				err := <-errc
+				var fe *bulkhead.FullError
+				if synctest.Wait(); ran || !errors.As(err, &fe) || fe.Reason != bulkhead.ReasonDeadline {
+					t.Fatalf("%s, queue %d: ran %v, err %v; want a FullError with reason deadline", name, queue, ran, err)
+				}
+				if s := b.Stats(); s.Permitted != uint64(1+queue) || s.QueueDepth != 0 || s.Waiting != 0 {
+					t.Fatalf("%s, queue %d: stats %+v", name, queue, s)
+				}
+			})
+		}
+	}
+}
