@@ -317,17 +317,17 @@ func (g *Group[T]) usable(name string, fnOK bool) {
 // end is what the pool calls for a task of the group that failed (err; a
 // panic as a *bulkhead.PanicError): from the task's worker before its slot
 // is freed, or as it leaves the queue unrun; settle then counts it out of
-// the pool. The first failure stops the group: its
-// queued tasks leave the queue, then its context is cancelled with the
-// group's error as the cause (the context first would let the running
-// tasks end and their workers start queued tasks meanwhile).
+// the pool. The first failure stops the group: Go and take submit nothing
+// more, and its context is cancelled with the group's error as the cause,
+// so that no worker starts its queued tasks (takeLocked sheds them) and
+// ended takes the rest out of the queue. No callback runs here: a worker
+// frees its slot before anything of a user's can end its goroutine.
 func (g *Group[T]) end(n *node, err error) {
 	if err == nil {
 		return
 	}
 	g.mu.Lock()
 	first := g.err == nil
-	var rest []*gtask[T]
 	if first {
 		t := n.j.(*gtask[T])
 		if t.gi < 0 { // a TryGo's task that fails before TryGo returns
@@ -335,16 +335,10 @@ func (g *Group[T]) end(n *node, err error) {
 		}
 		g.err = &future.TaskError{Index: t.gi, Err: err}
 		g.cond.Broadcast()
-		rest = g.restLocked()
 	}
 	cause := g.err
 	g.mu.Unlock()
 	if first {
-		for _, t := range rest {
-			if t != nil && &t.node != n {
-				g.b.dropQueued(&t.node, context.Canceled, bulkhead.EventCancelled)
-			}
-		}
 		g.cancel(cause)
 	}
 }

@@ -47,8 +47,10 @@ func (b *Bulkhead) runLent(n *node) {
 // nothing and returns a channel that is closed when a loan of b ends, for
 // the waiter to try again then. It returns nil at once if t is not queued,
 // by not running, or decided (not nil) reports that the wait needs nothing
-// more. In a keyed pool t must be next in its key's lane; a class lane
-// (Priorities) lends to any of its tasks.
+// more; and once t is refused as a worker would refuse it (its context has
+// ended, its QueueTimeout or deadline point has come, CoDel sheds it). In
+// a keyed pool t must be next in its key's lane; a class lane (Priorities)
+// lends to any of its tasks.
 func (b *Bulkhead) help(by, t *node, decided func() bool) <-chan struct{} {
 	b.mu.Lock()
 	if t.state != stQueued || by.state != stRunning || (t.lane != nil && t.lane.owner != nil && !b.keys.startable(t)) || (decided != nil && decided()) {
@@ -63,11 +65,19 @@ func (b *Bulkhead) help(by, t *node, decided func() bool) <-chan struct{} {
 		b.mu.Unlock()
 		return c
 	}
-	b.unqueueLocked(t)
+	var now int64
+	if !b.takeLocked(t, t, &now) { // the queue's rules refuse it, as a worker's pop would
+		sh := b.takeShedLocked()
+		b.mu.Unlock()
+		b.refusedAll(sh)
+		return nil
+	}
 	b.lendLocked(by, t)
 	more, sh := b.kickLocked(), b.takeShedLocked()
 	b.mu.Unlock()
+	ended := t.x.ready
+	defer func() { <-ended }() // the loan ends once t has finished, even if a callback below ends this goroutine
+	b.invoke(t)
 	b.startAll(more, sh)
-	b.runLent(t)
 	return nil
 }

@@ -529,7 +529,9 @@ func (b *Bulkhead) enqueueLocked(n *node) {
 		x.expiry = time.AfterFunc(d, func() { b.dropBy(n, &b.full.Load()[1][r], bulkhead.EventRejected) })
 	}
 	if parent := n.parent; parent.Done() != nil && n.grp == nil { // a Group watches its context itself (Group.ended)
-		n.ax().stop = context.AfterFunc(parent, func() { b.dropBy(n, nil, bulkhead.EventCancelled) })
+		// parent's own error: a Wait may have made n.parent a child of it
+		// (Signal) that is not cancelled yet when this runs.
+		n.ax().stop = context.AfterFunc(parent, func() { b.dropBy(n, parent.Err(), bulkhead.EventCancelled) })
 	}
 }
 
@@ -662,17 +664,19 @@ func (b *Bulkhead) work(arg any) {
 	var start time.Time
 	started, returned := false, false
 	defer func() {
-		if !returned {
-			n.err = errNotRun
-			if started {
-				n.err = errGoexit
-				if r := recover(); r != nil {
-					n.err = &bulkhead.PanicError{Value: r, Stack: debug.Stack()}
-				}
-			}
-			b.finish(n, start, true) // the next task goes to another worker
+		if returned {
+			b.workDone()
+			return
 		}
-		b.workDone()
+		defer b.workDone() // also if a callback that finish runs calls runtime.Goexit
+		n.err = errNotRun
+		if started {
+			n.err = errGoexit
+			if r := recover(); r != nil {
+				n.err = &bulkhead.PanicError{Value: r, Stack: debug.Stack()}
+			}
+		}
+		b.finish(n, start, true) // the next task goes to another worker
 	}()
 	for n != nil {
 		started, returned, start = false, false, time.Time{}
