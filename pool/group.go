@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -67,15 +68,23 @@ func (t *gtask[T]) settle() {
 		g.inPool--
 	}
 	t.fn, t.inGroup = nil, false
-	if t.gi >= 0 {
-		g.keepLocked(t)
+	if t.gi < 0 { // a TryGo's task not placed yet: placeLocked counts it out, so that Wait cannot return without its value
+		g.mu.Unlock()
+		return
 	}
-	g.left--
-	wake := g.left == 0 || g.eager > 0
+	g.keepLocked(t)
+	wake := g.countOutLocked()
 	g.mu.Unlock()
 	if wake { // unlocked: the woken take the lock at once
 		g.cond.Broadcast()
 	}
+}
+
+// countOutLocked counts an ended task out of left and reports whether a
+// waiter must hear of it.
+func (g *Group[T]) countOutLocked() bool {
+	g.left--
+	return g.left == 0 || g.eager > 0
 }
 
 // keepLocked moves the value of t, ended, to vals and forgets t.
@@ -108,10 +117,11 @@ func (g *Group[T]) newTask(fn func(context.Context) (T, error)) *gtask[T] {
 
 // SetLimit lets at most n of the group's tasks be in the pool at once,
 // queued or running; Go waits for one of them to end before it submits
-// more. The default is the pool's MaxWorkers. A negative n removes the
-// group's own limit (the pool's bounds still apply, and the group may then
-// fill the pool's queue). A new limit applies from the next Go; n == 0
-// panics.
+// more. The default is the pool's MaxWorkers (a Go waiting at it sees a
+// new MaxWorkers once one of the group's tasks ends). A negative n removes
+// the group's own limit (the pool's bounds still apply, and the group may
+// then fill the pool's queue). A new limit applies at once, to a Go that
+// waits too; n == 0 panics.
 func (g *Group[T]) SetLimit(n int) {
 	g.usable("SetLimit", true)
 	if n == 0 {
@@ -120,6 +130,7 @@ func (g *Group[T]) SetLimit(n int) {
 	g.mu.Lock()
 	g.limit = n
 	g.mu.Unlock()
+	g.cond.Broadcast() // a Go waiting at the limit looks again
 }
 
 // Go submits fn as the group's next task. While the group is at its limit
@@ -162,7 +173,7 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 	g.mu.Unlock()
 	if stopped {
 		g.refused(t, context.Cause(g.ctx))
-	} else if err := g.b.enter(g.ctx, &t.node, true); err != nil {
+	} else if err := g.enter(t, true); err != nil {
 		g.refused(t, err)
 	} else if g.ctx.Err() != nil { // ended while t was queued: ended may have looked before
 		g.b.dropBy(&t.node, nil, bulkhead.EventCancelled)
@@ -210,38 +221,74 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 	g.mu.Unlock()
 	// Submitted without the lock: the pool publishes its events on this
 	// goroutine, and a subscriber may call the group.
-	err := g.b.enter(g.ctx, &t.node, false)
-	g.mu.Lock()
-	g.pending = slices.DeleteFunc(g.pending, func(p *gtask[T]) bool { return p == t })
+	err := g.enter(t, false)
 	if err != nil { // never in the pool: no place in Wait's values
-		g.inPool--
-		g.left--
-		t.inGroup = false
-		g.cond.Broadcast()
-		g.mu.Unlock()
-		t.err = err
-		t.drop()
 		return false
 	}
-	g.placeLocked(t)
+	g.mu.Lock()
+	g.pending = slices.DeleteFunc(g.pending, func(p *gtask[T]) bool { return p == t })
+	wake := g.placeLocked(t)
 	g.entered++
 	g.mu.Unlock()
 	if g.ctx.Err() != nil { // ended while t was queued: ended may have looked before
 		g.b.dropBy(&t.node, nil, bulkhead.EventCancelled)
 	}
-	if g.by != nil {
+	if wake || g.by != nil {
 		g.cond.Broadcast()
 	}
 	return true
 }
 
-// placeLocked gives t, a task TryGo submitted, its index, once.
-func (g *Group[T]) placeLocked(t *gtask[T]) {
+// enter submits t to the pool (wait: as Go does). A refusal is reported to
+// the pool's subscribers on this goroutine before enter returns: if one of
+// them panics or calls runtime.Goexit, t still ends refused, with
+// errUnreported, so that the group counts it out (TryGo: takes it back).
+func (g *Group[T]) enter(t *gtask[T], wait bool) error {
+	returned := false
+	defer func() {
+		switch {
+		case returned:
+		case wait:
+			g.refused(t, errUnreported)
+		default:
+			g.untry(t, errUnreported)
+		}
+	}()
+	err := g.b.enter(g.ctx, &t.node, wait)
+	if returned = true; err != nil && !wait {
+		g.untry(t, err)
+	}
+	return err
+}
+
+// errUnreported is the error of a group's task that the pool refused while
+// a subscriber of that refusal's event panicked or called runtime.Goexit.
+var errUnreported = errors.New("pool: the task was refused, and a subscriber of that event panicked or called runtime.Goexit")
+
+// untry takes back t, a task TryGo counted that the pool refused with err:
+// it was never in the pool and has no place in Wait's values.
+func (g *Group[T]) untry(t *gtask[T], err error) {
+	g.mu.Lock()
+	g.pending = slices.DeleteFunc(g.pending, func(p *gtask[T]) bool { return p == t })
+	g.inPool--
+	g.left--
+	t.inGroup = false
+	g.mu.Unlock()
+	g.cond.Broadcast()
+	t.err = err
+	t.drop()
+}
+
+// placeLocked gives t, a task TryGo submitted, its index, once. If t has
+// ended already, settle left it counted for this (see gtask.settle).
+func (g *Group[T]) placeLocked(t *gtask[T]) (wake bool) {
 	if t.gi < 0 {
 		if g.addLocked(t); t.fn == nil {
 			g.keepLocked(t)
+			wake = g.countOutLocked()
 		}
 	}
+	return wake
 }
 
 // addLocked gives t the next index.

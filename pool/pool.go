@@ -398,10 +398,19 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 }
 
 // leaveLineLocked takes n out of the line of waiting submitters and
-// reports whether it may be started or queued: not if its deadline less
-// MinDeadlineSlack has come, which refuses it. b.mu must be held.
+// reports whether it may be started or queued: not if its submitter's
+// context has ended (its awaitRoom has yet to see it), which cancels it,
+// nor if its deadline less MinDeadlineSlack has come, which refuses it.
+// b.mu must be held.
 func (b *Bulkhead) leaveLineLocked(n *node) bool {
 	b.unwaitLocked(n)
+	if n.parent.Err() != nil { // reported by awaitRoom: bumped for no reason
+		b.tidyLocked(n)
+		b.cancelled++
+		n.state, n.bumped, n.reason = stDone, true, bulkhead.ReasonNone
+		close(n.x.ready)
+		return false
+	}
 	if n.byDeadline && n.x.deadline <= b.now() {
 		b.bumpLocked(n, bulkhead.ReasonDeadline)
 		b.tidyLocked(n)
@@ -464,6 +473,13 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 	}
 	if n.refused {
 		return bulkhead.ErrClosed
+	}
+	if n.bumped && n.reason == bulkhead.ReasonNone { // counted Cancelled by leaveLineLocked
+		err := ctx.Err()
+		if b.hub.Active() {
+			b.publish(bulkhead.EventCancelled, err, b.sinceOrZero(n.queuedAt), 0)
+		}
+		return err
 	}
 	if n.bumped { // counted by bumpLocked; published here, not on its goroutine
 		fe := &b.full.Load()[1][n.reason]
