@@ -300,7 +300,42 @@ func (b *Bulkhead) admitKeyedLocked(ctx context.Context, n *node, wait bool) err
 		b.mu.Unlock()
 		return b.refuse(r)
 	}
+	if first && l.waiting > 0 {
+		if by := b.caller(ctx); by != nil && !by.lent {
+			if w := b.keyWaiterLocked(l); w != nil {
+				// An earlier submitter of n's key waits for room: it runs in
+				// the caller's slot first (key order), then n looks again.
+				close(w.x.ready)
+				b.lendLocked(by, w)
+				l.waiting++ // n's: its lane stays while w runs
+				b.mu.Unlock()
+				b.runLent(w)
+				b.mu.Lock()
+				l.waiting--
+				if b.closed.Load() {
+					b.tidyLocked(n)
+					b.mu.Unlock()
+					return bulkhead.ErrClosed
+				}
+				return b.admitKeyedLocked(ctx, n, wait)
+			}
+		}
+	}
 	return b.waitLocked(ctx, n, first)
+}
+
+// keyWaiterLocked takes the oldest submitter of l still waiting for room
+// out of the line, for the caller to start, or returns nil. b.mu must be
+// held.
+func (b *Bulkhead) keyWaiterLocked(l *lane) *node {
+	for n := b.waiting.head; n != nil; {
+		next := n.next
+		if n.lane == l && b.leaveLineLocked(n) {
+			return n
+		}
+		n = next
+	}
+	return nil
 }
 
 // tidyLocked lets n's lane go if it holds nothing any more. b.mu must be
