@@ -119,7 +119,8 @@ func (f *Future[T]) Wait(ctx context.Context) (v T, err error) {
 		parkers.Put(p)
 		return f.val, f.err
 	}
-	if s, ok := f.source().(join.Signal); ok { // a pool task: maybe one channel for both ends
+	c, _ := f.own()                   // a pool task's own future, not a Then stage of one
+	if s, ok := c.(join.Signal); ok { // maybe one channel for both ends
 		if c := s.Signal(cdone); c != nil {
 			if <-c; f.isComplete() {
 				return f.val, f.err
@@ -224,17 +225,31 @@ func (f *Future[T]) release() {
 }
 
 // source is what a wait inside a pool task hands to the pool: the canceler
-// of a pending future, or of the source of a Then chain.
+// of a pending future, or of the source of a Then chain (a loop: any chain
+// in constant stack).
 func (f *Future[T]) source() any {
+	c, up := f.own()
+	for up != nil {
+		c, up = up.own()
+	}
+	return c
+}
+
+// own returns the canceler of f if f is pending, and the future of which f
+// is a Then stage, if it is one.
+func (f *Future[T]) own() (any, stage) {
 	if !f.acquire() {
-		return nil
+		return nil, nil
 	}
 	defer f.release()
-	if t, ok := f.canceler.(interface{ chainSource() any }); ok {
-		return t.chainSource()
+	if t, ok := f.canceler.(interface{ up() stage }); ok {
+		return t, t.up()
 	}
-	return f.canceler
+	return f.canceler, nil
 }
+
+// stage is a future seen from a Then stage of it (see source).
+type stage interface{ own() (any, stage) }
 
 // complete is settle, then the callbacks.
 func (f *Future[T]) complete(v T, err error) bool {
@@ -297,15 +312,21 @@ func runHooks(f due) {
 	}
 	later := make([]rest, 0, 2) // on the stack: completing allocates nothing (TestThenAndAllCosts)
 	returned := false
+	var h *hook // the one firing
+	var failed bool
 	defer func() {
-		if !returned {
+		if !returned { // the gathers (All, Settle, First) after it still hear of it
+			if h != nil {
+				wake(h.next, failed)
+			}
 			for _, r := range append(later, rest{f: f}) {
-				r.f.take(true)
+				wake(r.h, r.failed)
+				wake(r.f.take(true))
 			}
 		}
 	}()
 	for {
-		h, failed := f.take(false)
+		h, failed = f.take(false)
 		if h == nil { // f is done: back to the one it interrupted
 			if returned = len(later) == 0; returned {
 				return
@@ -330,6 +351,16 @@ func runHooks(f due) {
 	}
 }
 
+// wake fires the gathers' hooks in chain h, for runHooks after a callback
+// panicked or exited: no callback of the user's is among them.
+func wake(h *hook, failed bool) {
+	for ; h != nil; h = h.next {
+		if w, ok := h.x.(*waiter); ok {
+			w.fire(int(h.idx), failed)
+		}
+	}
+}
+
 // onDone has h fire once the future completes, after the hooks linked before it.
 func (f *Future[T]) onDone(h *hook) {
 	f.mu.Lock()
@@ -338,13 +369,11 @@ func (f *Future[T]) onDone(h *hook) {
 		h.next.prev = h
 	}
 	f.head.Store(h)
-	if f.isComplete() && h.next == nil { // complete did not see h, nor fires any: fire it here
-		f.unlinkLocked(h)
-		f.mu.Unlock()
-		runHooks(h.x.fire(int(h.idx), f.err != nil))
-		return
-	}
+	here := f.isComplete() && h.next == nil // complete did not see h, nor fires any
 	f.mu.Unlock()
+	if here { // fire it here as complete does: hooks linked meanwhile run after it
+		runHooks(f)
+	}
 }
 
 // unhook takes h off f's list if it has not fired, and reports whether it did.
@@ -652,7 +681,7 @@ func (t *then[T, U]) Cancel() {
 	t.p.f.complete(zero, context.Canceled)
 }
 
-func (t *then[T, U]) chainSource() any { return t.src.source() }
+func (t *then[T, U]) up() stage { return t.src }
 
 // fire runs the stage holding the new future's canceler (t), forgetting fn.
 func (t *then[T, U]) fire(int, bool) due {
