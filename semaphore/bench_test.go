@@ -78,6 +78,17 @@ func BenchmarkDo(b *testing.B) {
 	benchBoth(b, 1<<20, func(s *semaphore.Bulkhead) { s.Do(ctx, fn) })
 }
 
+// BenchmarkPermit is AcquirePermit and Permit.Release, the path of
+// bulkheadhttp.Transport and bulkheadgrpc.
+func BenchmarkPermit(b *testing.B) {
+	ctx := context.Background()
+	benchBoth(b, 1<<20, func(s *semaphore.Bulkhead) {
+		if p, err := s.AcquirePermit(ctx); err == nil {
+			p.Release(nil)
+		}
+	})
+}
+
 func BenchmarkExecute(b *testing.B) {
 	ctx := context.Background()
 	fn := func(context.Context) (int, error) { return 1, nil }

@@ -73,8 +73,10 @@ const maxActiveKeysLimit = 1<<31 - 1
 // repository) to PerKey.MaxConcurrentCalls, and the calls of all keys
 // together to MaxConcurrentCalls, so that one noisy key cannot take the
 // whole capacity from the others. Calls run on their callers' goroutines;
-// a Keyed starts no goroutines and no timers of its own, and is safe for
-// concurrent use. Create one with [NewKeyed].
+// a Keyed starts no goroutines and is safe for concurrent use. A caller
+// that waits for its permits has a timer of its own, for
+// PerKey.MaxWaitDuration, stopped when its wait ends (the plain Bulkhead's
+// waiters share one timer per line). Create one with [NewKeyed].
 //
 // A call takes its key's permit and then the total's, each by one atomic
 // reservation, without a lock while nobody waits; a reservation that

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
@@ -182,5 +183,5 @@ func (b *Bulkhead) acquirePermitShadowed(ctx context.Context, st *settings) (Per
 	if b.hub.Active() {
 		start = b.permitted(start)
 	}
-	return Permit{b: b, start: start, shadow: b.shadowTake(st)}, nil
+	return Permit{b: b, start: start, shadow: b.shadowTake(st), released: new(atomic.Bool)}, nil
 }
