@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,9 +38,9 @@ type Controller struct {
 	// since epoch by the monotonic clock (Time.Sub), which a step of the
 	// wall clock does not move.
 	epoch       time.Time
-	end         atomic.Int64 // when the window may close; math.MinInt64 before the first event
-	successes   atomic.Int64
-	sumRun      atomic.Int64
+	end         atomic.Int64  // when the window may close; math.MinInt64 before the first event
+	runs        [2]tally      // the successes: the open window's is runs[cur&1]
+	cur         atomic.Uint32 // flipped by decide
 	drops       atomic.Int64
 	timeouts    atomic.Int64
 	rejected    atomic.Int64
@@ -245,8 +246,7 @@ func (c *Controller) Observe(e bulkhead.Event) {
 		if e.Run <= 0 {
 			return
 		}
-		c.successes.Add(1)
-		c.sumRun.Add(int64(e.Run))
+		c.succeeded(int64(e.Run))
 	case errors.Is(e.Err, bulkhead.ErrOverloaded):
 		c.drops.Add(1)
 	case errors.Is(e.Err, context.DeadlineExceeded):
@@ -254,9 +254,40 @@ func (c *Controller) Observe(e bulkhead.Event) {
 	default:
 		return
 	}
-	if t := int64(e.Time.Sub(c.epoch)); t >= c.end.Load() && c.successes.Load()+c.drops.Load()+c.timeouts.Load() >= int64(c.cfg.MinSamples) {
+	if t := int64(e.Time.Sub(c.epoch)); t >= c.end.Load() && c.runs[c.cur.Load()&1].n.Load()+c.drops.Load()+c.timeouts.Load() >= int64(c.cfg.MinSamples) {
 		c.decide(t, e.Time)
 	}
+}
+
+// tally is a window's successes and their summed run time, which decide
+// must read together: writers counts the Observes adding to it.
+type tally struct{ n, sum, writers atomic.Int64 }
+
+// succeeded adds a success that ran run nanoseconds to the open window's
+// tally, lock-free.
+func (c *Controller) succeeded(run int64) {
+	for {
+		t := &c.runs[c.cur.Load()&1]
+		t.writers.Add(1)
+		if t == &c.runs[c.cur.Load()&1] { // still the open window's: decide waits for this
+			t.n.Add(1)
+			t.sum.Add(run)
+			t.writers.Add(-1)
+			return
+		}
+		t.writers.Add(-1) // decide closed it meanwhile: add to the next
+	}
+}
+
+// closeRuns opens a new tally and returns the closed one's successes and
+// summed run time, both of the same calls: it waits for the Observes still
+// adding to it. c.mu must be held.
+func (c *Controller) closeRuns() (n, sum int64) {
+	t := &c.runs[c.cur.Add(1)&1^1]
+	for t.writers.Load() != 0 {
+		runtime.Gosched()
+	}
+	return t.n.Swap(0), t.sum.Swap(0)
 }
 
 // decide closes the window at t, if nobody else is, runs the algorithm and
@@ -272,7 +303,7 @@ func (c *Controller) decide(t int64, now time.Time) {
 	if t < end {
 		return // another goroutine closed it first
 	}
-	n, sum := c.successes.Swap(0), c.sumRun.Swap(0)
+	n, sum := c.closeRuns()
 	drops, timeouts, rejected := c.drops.Swap(0), c.timeouts.Swap(0), c.rejected.Swap(0)
 	peak := c.maxInFlight.Swap(c.resetInFlight())
 	start := c.start

@@ -7,6 +7,7 @@ package shed
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/bulkhead-go/bulkhead"
@@ -78,7 +79,7 @@ func (l *Line) Serve(now, wait, oldest int64) (shed bool) {
 		return false
 	}
 	if !l.started || now >= l.next {
-		l.started, l.next = true, now+l.interval
+		l.started, l.next = true, now+min(l.interval, math.MaxInt64-now) // an interval of the largest Duration never ends
 		l.overloaded = l.min > l.target
 		l.min = oldest
 		return false // the first of an interval is never shed (folly)
@@ -89,7 +90,7 @@ func (l *Line) Serve(now, wait, oldest int64) (shed bool) {
 
 // Stale reports whether CoDel, in its state now, sheds a waiter that has
 // waited wait: the line is overloaded and wait is above twice the target.
-func (l *Line) Stale(wait int64) bool { return l.codel && l.overloaded && wait > 2*l.target }
+func (l *Line) Stale(wait int64) bool { return l.codel && l.overloaded && wait-l.target > l.target }
 
 // Empty records that the line emptied: a caller who came now would not
 // wait, so the interval's shortest wait is 0, and the line stands no more:
