@@ -79,7 +79,9 @@ func (l *Line) Serve(now, wait, oldest int64) (shed bool) {
 		return false
 	}
 	if !l.started || now >= l.next {
-		l.started, l.next = true, now+min(l.interval, math.MaxInt64-now) // an interval of the largest Duration never ends
+		if l.started, l.next = true, now+l.interval; l.next < now { // an interval near the largest Duration never ends
+			l.next = math.MaxInt64
+		}
 		l.overloaded = l.min > l.target
 		l.min = oldest
 		return false // the first of an interval is never shed (folly)
