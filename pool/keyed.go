@@ -300,25 +300,25 @@ func (b *Bulkhead) admitKeyedLocked(ctx context.Context, n *node, wait bool) err
 		b.mu.Unlock()
 		return b.refuse(r)
 	}
-	if first && l.waiting > 0 {
-		if by := b.caller(ctx); by != nil && !by.lent {
-			if w := b.keyWaiterLocked(l); w != nil {
-				// An earlier submitter of n's key waits for room: it runs in
-				// the caller's slot first (key order), then n looks again.
-				close(w.x.ready)
-				b.lendLocked(by, w)
-				l.waiting++ // n's: its lane stays while w runs
+	if by := b.caller(ctx); first && l.waiting > 0 && by != nil && !by.lent {
+		// An earlier submitter of n's key waits for room: it runs in the
+		// caller's slot first (key order), then n looks again.
+		l.waiting++ // n's: its lane stays while the earlier ones leave the line
+		w := b.keyWaiterLocked(l)
+		if w != nil {
+			close(w.x.ready)
+			b.lendLocked(by, w)
+			b.mu.Unlock()
+			b.runLent(w)
+			b.mu.Lock()
+		}
+		if l.waiting--; w != nil {
+			if b.closed.Load() {
+				b.tidyLocked(n)
 				b.mu.Unlock()
-				b.runLent(w)
-				b.mu.Lock()
-				l.waiting--
-				if b.closed.Load() {
-					b.tidyLocked(n)
-					b.mu.Unlock()
-					return bulkhead.ErrClosed
-				}
-				return b.admitKeyedLocked(ctx, n, wait)
+				return bulkhead.ErrClosed
 			}
+			return b.admitKeyedLocked(ctx, n, wait)
 		}
 	}
 	return b.waitLocked(ctx, n, first)
