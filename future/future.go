@@ -60,7 +60,7 @@ type hookTarget interface {
 }
 
 // due is a completed future whose hooks a completer fires (runHooks).
-type due interface{ take(drop bool) (*hook, bool) }
+type due interface{ take(drop, join bool) (*hook, bool) }
 
 var firing hook // ends a complete future's list while its completer fires it (onDone)
 
@@ -283,9 +283,17 @@ func (f *Future[T]) settle(v T, err error) (due, bool) {
 	return f, true
 }
 
-// take hands the completer the hooks due, oldest first; none left (or drop) ends the firing.
-func (f *Future[T]) take(drop bool) (*hook, bool) {
+// take hands the completer the hooks due, oldest first; none left (or drop)
+// ends the firing. A completer's first take (join) takes nothing if another
+// fires f already (onDone's, racing complete's): that one takes the rest.
+func (f *Future[T]) take(drop, join bool) (*hook, bool) {
 	f.mu.Lock()
+	for x := f.head.Load(); join && x != nil; x = x.next {
+		if x == &firing {
+			f.mu.Unlock()
+			return nil, false
+		}
+	}
 	var h *hook
 	for x := f.head.Load(); x != nil && x != &firing; {
 		next := x.next
@@ -321,12 +329,14 @@ func runHooks(f due) {
 			}
 			for _, r := range append(later, rest{f: f}) {
 				wake(r.h, r.failed)
-				wake(r.f.take(true))
+				wake(r.f.take(true, false))
 			}
 		}
 	}()
+	join := true // f's first take
 	for {
-		h, failed = f.take(false)
+		h, failed = f.take(false, join)
+		join = false
 		if h == nil { // f is done: back to the one it interrupted
 			if returned = len(later) == 0; returned {
 				return
@@ -338,12 +348,12 @@ func runHooks(f due) {
 			next := h.next
 			if nf := h.x.fire(int(h.idx), failed); nf != nil {
 				if next == nil {
-					next, _ = f.take(false) // f is done unless some joined
+					next, _ = f.take(false, false) // f is done unless some joined
 				}
 				if next != nil {
 					later = append(later, rest{next, failed, f})
 				}
-				f = nf
+				f, join = nf, true
 				break
 			}
 			h = next

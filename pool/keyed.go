@@ -313,12 +313,20 @@ func (b *Bulkhead) admitKeyedLocked(ctx context.Context, n *node, wait bool) err
 			b.mu.Lock()
 		}
 		if l.waiting--; w != nil {
+			err := ctx.Err()
 			if b.closed.Load() {
-				b.tidyLocked(n)
-				b.mu.Unlock()
-				return bulkhead.ErrClosed
+				err = bulkhead.ErrClosed
 			}
-			return b.admitKeyedLocked(ctx, n, wait)
+			if err == nil {
+				return b.admitKeyedLocked(ctx, n, wait)
+			}
+			b.cancelled++ // n waited while w ran, as a waiting submitter
+			b.tidyLocked(n)
+			b.mu.Unlock()
+			if b.hub.Active() {
+				b.publish(bulkhead.EventCancelled, err, 0, 0)
+			}
+			return err
 		}
 	}
 	return b.waitLocked(ctx, n, first)
