@@ -60,7 +60,9 @@ type hookTarget interface {
 }
 
 // due is a completed future whose hooks a completer fires (runHooks).
-type due interface{ take(drop, join bool) (*hook, bool) }
+type due interface {
+	take(drop, join bool) (*hook, bool)
+}
 
 var firing hook // ends a complete future's list while its completer fires it (onDone)
 
