@@ -82,6 +82,15 @@ func specOf(res *config.Resolved, k key) (spec, bool) {
 
 func (sp spec) isKeyed() bool { return sp.Keyed != nil || sp.KeyedPool != nil }
 
+// form is what Reconfigure cannot change in a live bulkhead (docs/configuration.md).
+func (sp spec) form(k bulkhead.Kind) string {
+	f := map[bool]string{true: "keyed", false: "plain"}[sp.isKeyed()]
+	if k == bulkhead.Pool {
+		f += map[bool]string{true: " with priorities", false: " without priorities"}[sp.pool.Priorities != nil]
+	}
+	return f
+}
+
 func (sp spec) limit(k bulkhead.Kind) int {
 	if k == bulkhead.Pool {
 		return sp.pool.MaxWorkers

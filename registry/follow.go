@@ -35,7 +35,7 @@ func (r *Registry) Follow(ctx context.Context, path string, every time.Duration)
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var running, seen string // digests of the running configuration's files ("" at first) and of the last read
+	var running, seen string // digests of the running configuration's files and of the last read ("" if none)
 	for {
 		cfg, srcs, err := config.LoadFile(path, os.LookupEnv)
 		found := digest(srcs, err)
@@ -46,15 +46,18 @@ func (r *Registry) Follow(ctx context.Context, path string, every time.Duration)
 			r.reloads.LastError, r.reloads.LastErrorAt = "", time.Time{}
 			r.mu.Unlock()
 		default:
+			var switched bool
 			if err == nil {
-				err = r.reconfigure(cfg, true)
+				switched, err = r.reconfigure(cfg, true)
 			}
-			if err != nil && running == "" {
+			if err != nil && seen == "" {
 				return err // the first read
 			}
 			r.noteReload(path, err)
 			if err == nil {
 				running = found
+			} else if switched { // applied in part: no content is in force, the next is applied in full
+				running = ""
 			}
 		}
 		seen = found

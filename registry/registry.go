@@ -95,7 +95,7 @@ type EntryEvent struct {
 // is left running.
 func New(cfg Config) (*Registry, error) {
 	r := &Registry{entries: map[key]*entry{}, closeDone: make(chan struct{})}
-	if err := r.reconfigure(cfg, false); err != nil {
+	if _, err := r.reconfigure(cfg, false); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -214,15 +214,15 @@ func get[T handle](r *Registry, k bulkhead.Kind, name string, keyed bool) (T, er
 		return none, kindError(e.key, !keyed)
 	}
 	sp, ok := specOf(r.res, key{k, name})
-	if sp.isKeyed() != keyed {
-		return none, kindError(key{k, name}, sp.isKeyed())
-	}
 	if r.res.Config().Strict && !ok {
 		hint := ""
 		if best := config.Closest(name, listed(r.res, k), func(s string) string { return s }); best != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", best)
 		}
 		return none, fmt.Errorf("%w: %s %q%s", ErrNotConfigured, k, name, hint)
+	}
+	if sp.isKeyed() != keyed {
+		return none, kindError(key{k, name}, sp.isKeyed())
 	}
 	e, err := newEntry(key{k, name}, sp)
 	if err != nil {
@@ -317,26 +317,26 @@ func (r *Registry) Remove(k bulkhead.Kind, name string) (bulkhead.Instance, bool
 
 // Reconfigure makes a valid cfg the configuration: every live bulkhead gets
 // the limits cfg resolves for its name ("default" if no longer listed), and
-// listed instances are created; an invalid cfg changes nothing. The only
-// later error is a pool refusing a new KeepAlive, which keeps its old limits.
-// Concurrent calls end with the last installed configuration everywhere.
-func (r *Registry) Reconfigure(cfg Config) error { return r.reconfigure(cfg, false) }
+// listed instances are created; a cfg invalid or refused by a live bulkhead
+// changes nothing. The only later error is a pool refusing a new KeepAlive,
+// which keeps its old limits; concurrent calls leave the last cfg installed everywhere.
+func (r *Registry) Reconfigure(cfg Config) error { _, err := r.reconfigure(cfg, false); return err }
 
-// reconfigure is Reconfigure; with keep, it refuses a configuration that
-// drops an instance the running one lists and r holds.
-func (r *Registry) reconfigure(cfg Config, keep bool) error {
+// reconfigure is Reconfigure, reporting whether it switched; with keep, it
+// refuses a configuration dropping an instance the running one lists and r holds.
+func (r *Registry) reconfigure(cfg Config, keep bool) (switched bool, err error) {
 	res, err := config.Resolve(cfg)
 	if err != nil {
-		return err
+		return false, err
 	}
 	r.mu.Lock()
 	plan, created, err := r.planLocked(res, keep)
 	if err != nil {
 		r.mu.Unlock()
 		_ = closePools(context.Background(), created) // never shared: no tasks
-		return err
+		return false, err
 	}
-	// Nothing can fail from here on: switch.
+	// Nothing but a pool's new KeepAlive can fail from here on: switch.
 	r.res = res
 	for _, c := range plan {
 		old := c.e.target.Swap(c.t)
@@ -370,7 +370,7 @@ func (r *Registry) reconfigure(cfg Config, keep bool) error {
 		}
 	}
 	r.deliver()
-	return errors.Join(errs...)
+	return true, errors.Join(errs...)
 }
 
 type change struct {
@@ -398,9 +398,8 @@ func (r *Registry) planLocked(res *config.Resolved, keep bool) (plan []change, c
 	}
 	for _, e := range es {
 		sp, _ := specOf(res, e.key)
-		if _, isKeyed := e.b.(bulkhead.KeyedInstance); isKeyed != sp.isKeyed() {
-			return nil, nil, fmt.Errorf("registry: the new configuration makes %s %q %s, which it is not now; the running configuration stays (Remove it first)",
-				e.kind, e.name, map[bool]string{true: "plain", false: "keyed"}[isKeyed])
+		if form := sp.form(e.kind); form != e.target.Load().cfg.form(e.kind) {
+			return nil, nil, fmt.Errorf("registry: the new configuration makes %s %q %s, which it is not now; the running configuration stays (Remove it first)", e.kind, e.name, form)
 		}
 		ctl, err := newControl(e, sp, e.control())
 		if err != nil {
