@@ -17,10 +17,13 @@ type loader struct {
 	l      errList
 	env    Env
 	cfg    Config
-	props  map[string]*prop // the active properties by normalized key, later over earlier
-	hint   string           // a top-level key that looks like a misspelt resilience4j
-	typos  map[string]bool  // misspelt sections reported
-	budget int              // bytes placeholders may still produce
+	ids    keyIDs
+	props  map[int]*prop   // the active properties by normalized key (ids), later over earlier
+	done   map[int]result  // the properties resolved (expand), by normalized key
+	open   map[int]int     // the properties being resolved: their place in expand's stack
+	hint   string          // a top-level key that looks like a misspelt resilience4j
+	typos  map[string]bool // misspelt sections reported
+	budget int             // bytes placeholders may still produce
 	sem    *binder
 	pool   *binder
 }
@@ -29,7 +32,7 @@ func newLoader(env Env) *loader {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	return &loader{env: env, props: map[string]*prop{}, typos: map[string]bool{},
+	return &loader{env: env, ids: keyIDs{}, props: map[int]*prop{}, done: map[int]result{}, open: map[int]int{}, typos: map[string]bool{},
 		budget: MaxFileSize,
 		sem:    newBinder("semaphore", semaphoreKeys, func(k string, v *value) { new(SemaphoreSpec).bind(k, v) }),
 		pool:   newBinder("pool", poolKeys, func(k string, v *value) { new(PoolSpec).bind(k, v) })}
@@ -262,7 +265,9 @@ func (v *value) scalar(want string) (string, bool) {
 	if !v.is(scalar, want) {
 		return "", false
 	}
+	v.ld.open[v.p.id()] = 0
 	s, err := v.ld.expand(v.p.value, []string{joinSegs(v.p.segs)})
+	delete(v.ld.open, v.p.id())
 	if err != nil {
 		v.fail("%s", err)
 		return "", false
@@ -283,7 +288,9 @@ func (ld *loader) expand(s string, stack []string) (string, error) {
 		depth, j := 0, i+2
 		for ; j < len(s) && (s[j] != '}' || depth > 0); j++ {
 			if strings.HasPrefix(s[j:], "${") {
-				depth++
+				if depth++; depth == maxNest { // each level's default is read again
+					return "", fmt.Errorf("has placeholders nested more than %d deep", maxNest)
+				}
 			} else if s[j] == '}' {
 				depth--
 			}
@@ -313,8 +320,14 @@ func (ld *loader) expand(s string, stack []string) (string, error) {
 	return out.String(), nil
 }
 
+type result struct {
+	v   string
+	err error
+}
+
 // lookup finds a placeholder's name as Spring does: in the environment (as
-// written, or as NAME_WITH_UNDERSCORES), then in the properties.
+// written, or as NAME_WITH_UNDERSCORES), then in the properties, each
+// resolved once.
 func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 	env := strings.NewReplacer(".", "_", "-", "").Replace(name)
 	for _, n := range []string{name, env, strings.ToUpper(env)} {
@@ -322,36 +335,47 @@ func (ld *loader) lookup(name string, stack []string) (string, bool, error) {
 			return v, true, nil
 		}
 	}
-	nk := normSegs(splitKey(name, 0, nil))
-	p, ok := ld.props[nk]
-	if !ok {
+	segs := splitKey(name, 0, nil)
+	if !ld.ids.number(segs, 0, false) || ld.props[segs[len(segs)-1].id] == nil {
 		return "", false, nil
 	}
-	for i, s := range stack {
-		if normSegs(splitKey(s, 0, nil)) == nk {
-			return "", false, fmt.Errorf("has the placeholder ${%s}, which makes a cycle: %s -> %s", name, strings.Join(stack[i:], " -> "), name)
-		}
+	id := segs[len(segs)-1].id
+	if i, open := ld.open[id]; open {
+		return "", false, fmt.Errorf("has the placeholder ${%s}, which makes a cycle: %s -> %s", name, strings.Join(stack[i:], " -> "), name)
 	}
-	v, err := ld.expand(p.value, append(stack, name))
-	return v, true, err
+	r, ok := ld.done[id]
+	if !ok {
+		ld.open[id] = len(stack)
+		r.v, r.err = ld.expand(ld.props[id].value, append(stack, name))
+		delete(ld.open, id)
+		ld.done[id] = r
+	}
+	return r.v, true, r.err
 }
 
 // read returns v read by parse, or nil (and an error on v naming mustBe,
-// or the range) if parse fails.
+// or the range) if parse fails. The error quotes a value made by
+// placeholders as written: it may come from the environment.
 func read[T any](v *value, want, mustBe string, parse func(s string) (T, error)) *T {
 	s, ok := v.scalar(want)
 	if !ok {
 		return nil
 	}
+	got := func(verb string) string {
+		if strings.Contains(v.p.value, "${") {
+			return "the value of " + strconv.Quote(v.p.value)
+		}
+		return fmt.Sprintf(verb, s)
+	}
 	switch x, err := parse(s); {
 	case err == nil:
 		return &x
 	case errors.Is(err, strconv.ErrRange):
-		v.fail("is out of range, got %s", s)
+		v.fail("is out of range, got %s", got("%s"))
 	case errors.Is(err, errRange):
-		v.fail("is out of range, got %q (the largest duration is about 292 years)", s)
+		v.fail("is out of range, got %s (the largest duration is about 292 years)", got("%q"))
 	default:
-		v.fail("must be %s, got %q", mustBe, s)
+		v.fail("must be %s, got %s", mustBe, got("%q"))
 	}
 	return nil
 }

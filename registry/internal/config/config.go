@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,6 +227,8 @@ func checkKeyed(s SemaphoreSpec, _ semaphore.Config, e entry) {
 		fail("maxConcurrentCallsPerKey", "must be between 1 and %d, got %d", semaphore.MaxLimit, *per)
 	case s.MaxActiveKeys != nil && *s.MaxActiveKeys < 0:
 		fail("maxActiveKeys", "must be >= 0 (0 means 65536), got %d", *s.MaxActiveKeys)
+	case s.MaxActiveKeys != nil && *s.MaxActiveKeys > math.MaxInt32: // semaphore.KeyedConfig's limit
+		fail("maxActiveKeys", "must be at most %d, got %d", math.MaxInt32, *s.MaxActiveKeys)
 	case s.Adaptive != nil:
 		fail("adaptive", "is not supported on a keyed semaphore (one with maxConcurrentCallsPerKey)")
 	default:
@@ -279,6 +282,8 @@ func checkKeyedPool(s PoolSpec, c pool.Config, e entry) {
 		fail("codel", "is not supported on %s", which)
 	case s.Shadow != nil:
 		fail("shadow", "is not supported on %s", which)
+	case s.Priorities != nil:
+		fail("priorities", "is not supported on %s; give each priority its own pool", which)
 	}
 	if s.Adaptive != nil && s.Shadow != nil {
 		// the controller would move maxThreadPoolSize below the shadow's

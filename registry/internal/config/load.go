@@ -26,7 +26,7 @@ func Load(data []byte, file string, env Env) (Config, error) {
 		return Config{}, &Error{File: file, Msg: fmt.Sprintf("the configuration is larger than %d bytes", MaxFileSize)}
 	}
 	ld := newLoader(env)
-	docs := readYAML(data, file, 0, &ld.l)
+	docs := readYAML(data, file, 0, ld)
 	return ld.finish(docs, ld.profiles(docs))
 }
 
@@ -54,7 +54,7 @@ func LoadFile(path string, env Env) (Config, []Source, error) {
 		if filepath.Ext(path) == ".properties" {
 			read = readProperties
 		}
-		for _, d := range read(data, path, len(srcs)-1, &ld.l) {
+		for _, d := range read(data, path, len(srcs)-1, ld) {
 			d.fileProfile = profile
 			docs = append(docs, d)
 		}
@@ -103,14 +103,22 @@ func docProfile(d *document) (active []*prop) {
 }
 
 // profiles returns the active profiles: SPRING_PROFILES_ACTIVE, or the last
-// spring.profiles.active of the main file's documents, or "default".
+// spring.profiles.active of the main file's documents, or "default"; its
+// placeholders resolve from the environment and those documents, as in Spring.
 func (ld *loader) profiles(docs []*document) []string {
 	var active []*prop
 	for _, d := range docs {
 		if a := docProfile(d); len(a) > 0 && d.profile == "" {
 			active = a
 		}
+		for i := range d.props {
+			if d.profile == "" {
+				ld.props[d.props[i].id()] = &d.props[i]
+			}
+		}
 	}
+	defer clear(ld.props)
+	defer clear(ld.done)
 	list, ok := ld.env("SPRING_PROFILES_ACTIVE")
 	if !ok || strings.TrimSpace(list) == "" {
 		var vals []string
@@ -153,7 +161,7 @@ func (ld *loader) finish(docs []*document, profiles []string) (Config, error) {
 	}
 	for _, d := range active {
 		for i := range d.props {
-			ld.props[normSegs(d.props[i].segs)] = &d.props[i] // later wins; placeholders resolve in bind
+			ld.props[d.props[i].id()] = &d.props[i] // later wins; placeholders resolve in bind
 		}
 		ld.bindDoc(d)
 	}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -21,6 +23,11 @@ const (
 	// a part of the file again, and this bounds how often.
 	extraVisits   = 10000
 	maxMergeDepth = 32 // merge keys (<<) inside merged mappings
+	// maxSegs is how many segments of its key a property keeps: a deeper
+	// key keeps its first maxSegs-1 and "…", so that each property costs
+	// the same however deep the file nests (its id names the whole key).
+	maxSegs = 16
+	maxNest = 32 // placeholders in placeholders' defaults
 )
 
 // seg is one segment of a flattened key, as written, with its key's line.
@@ -28,6 +35,36 @@ type seg struct {
 	name  string
 	line  int
 	index bool // a list index: [0]
+	id    int  // the number of the normalized key up to this segment (keyIDs)
+}
+
+// keyIDs numbers normalized keys, a segment at a time: a key's number is
+// its last segment's under the number of the key before it (0 for none).
+type keyIDs map[keyID]int
+
+type keyID struct {
+	up   int
+	name string
+}
+
+// number numbers segs[from:] (those before are numbered), adding numbers
+// if add; it reports false if a key is not numbered and add is false.
+func (t keyIDs) number(segs []seg, from int, add bool) bool {
+	for i := from; i < len(segs); i++ {
+		k := keyID{0, normalize(segs[i].name)}
+		if i > 0 {
+			k.up = segs[i-1].id
+		}
+		id, ok := t[k]
+		if !ok && !add {
+			return false
+		} else if !ok {
+			id = len(t) + 1
+			t[k] = id
+		}
+		segs[i].id = id
+	}
+	return true
 }
 
 // Value kinds.
@@ -48,6 +85,8 @@ type prop struct {
 }
 
 func (p *prop) line() int { return p.segs[len(p.segs)-1].line }
+
+func (p *prop) id() int { return p.segs[len(p.segs)-1].id }
 
 // where is p's place, for errors.
 func (p *prop) where() where {
@@ -98,6 +137,7 @@ func splitKey(k string, line int, out []seg) []seg {
 // flattener turns YAML documents into properties.
 type flattener struct {
 	l      *errList
+	ids    keyIDs
 	doc    *document
 	visits int // keys, values and list items still allowed
 }
@@ -105,8 +145,9 @@ type flattener struct {
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
 // readYAML reads the documents of a YAML file.
-func readYAML(data []byte, file string, order int, l *errList) []*document {
-	f := &flattener{l: l, visits: len(data) + extraVisits}
+func readYAML(data []byte, file string, order int, ld *loader) []*document {
+	l := &ld.l
+	f := &flattener{l: l, ids: ld.ids, visits: len(data) + extraVisits}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*document
 	for f.visits >= 0 {
@@ -151,7 +192,7 @@ func readYAML(data []byte, file string, order int, l *errList) []*document {
 
 // fail reports a problem at line, under the flattened key path.
 func (f *flattener) fail(line int, path []seg, format string, args ...any) {
-	f.l.add(where{Error: Error{File: f.doc.file, Line: line, Path: joinSegs(path), Profile: f.doc.profile}, order: f.doc.order}, format, args...)
+	f.l.add(where{Error: Error{File: f.doc.file, Line: line, Path: joinSegs(keep(path)), Profile: f.doc.profile}, order: f.doc.order}, format, args...)
 }
 
 // visit spends one unit of the budget, reporting false (once, with an
@@ -180,14 +221,16 @@ func (f *flattener) node(n *yaml.Node, path []seg, merged bool) {
 	if n = f.deref(n, path); n == nil || !f.visit(n.Line, path) {
 		return
 	}
-	p := prop{segs: path, merged: merged, doc: f.doc}
+	p := prop{segs: keep(path), merged: merged, doc: f.doc}
 	switch {
 	case n.Kind == yaml.MappingNode && len(n.Content) > 0:
 		f.mapping(n, path, map[string]int{}, merged, 0)
 		return
 	case n.Kind == yaml.SequenceNode && len(n.Content) > 0:
 		for i, item := range n.Content {
-			f.node(item, append(path[:len(path):len(path)], seg{name: strconv.Itoa(i), line: item.Line, index: true}), merged)
+			segs := append(path, seg{name: strconv.Itoa(i), line: item.Line, index: true})
+			f.ids.number(segs, len(path), true)
+			f.node(item, segs, merged)
 		}
 		return
 	case n.Kind == yaml.MappingNode:
@@ -200,6 +243,16 @@ func (f *flattener) node(n *yaml.Node, path []seg, merged bool) {
 		p.value = n.Value
 	}
 	f.doc.props = append(f.doc.props, p)
+}
+
+// keep copies path for a property or an error (its array is shared with
+// the keys after it): all of it, or its first maxSegs-1 segments and "…".
+func keep(path []seg) []seg {
+	if len(path) <= maxSegs {
+		return slices.Clone(path)
+	}
+	last := path[len(path)-1]
+	return append(path[:maxSegs-1:maxSegs-1], seg{name: "…", line: last.line, id: last.id})
 }
 
 // mapping flattens a mapping: its explicit keys, then those its merge keys
@@ -218,10 +271,12 @@ func (f *flattener) mapping(n *yaml.Node, path []seg, seen map[string]int, merge
 		case k.Kind != yaml.ScalarNode:
 			f.fail(k.Line, path, "%s: keys must be plain strings", what(path))
 		case dup && !merged:
-			f.fail(k.Line, splitKey(k.Value, k.Line, path[:len(path):len(path)]), "%s: key %q is given twice (first at line %d)", what(path), k.Value, line)
+			f.fail(k.Line, splitKey(k.Value, k.Line, path), "%s: key %q is given twice (first at line %d)", what(path), k.Value, line)
 		case !dup:
 			seen[k.Value] = k.Line
-			f.node(v, splitKey(k.Value, k.Line, path[:len(path):len(path)]), merged)
+			segs := splitKey(k.Value, k.Line, path) // path's children share its array
+			f.ids.number(segs, len(path), true)
+			f.node(v, segs, merged)
 		}
 	}
 	for _, m := range merges {
@@ -273,15 +328,15 @@ func what(path []seg) string {
 	if len(path) == 0 {
 		return "the top level of the file"
 	}
-	return joinSegs(path)
+	return joinSegs(keep(path))
 }
 
 // readProperties reads a .properties file as java.util.Properties does;
 // "#---" or "!---" lines separate documents, as in Spring.
-func readProperties(data []byte, file string, order int, l *errList) []*document {
-	doc := &document{file: file, order: order}
+func readProperties(data []byte, file string, order int, ld *loader) []*document {
+	l, doc := &ld.l, &document{file: file, order: order}
 	docs := []*document{doc}
-	lines := strings.Split(string(data), "\n")
+	lines := strings.Split(strings.TrimPrefix(string(data), "\ufeff"), "\n") // a byte order mark
 	trim := func(i int) string { return strings.TrimLeft(strings.TrimSuffix(lines[i], "\r"), " \t\f") }
 	for i := 0; i < len(lines); i++ {
 		line, start := trim(i), i+1
@@ -303,7 +358,15 @@ func readProperties(data []byte, file string, order int, l *errList) []*document
 			l.add(where{Error: Error{File: file, Line: start}, order: order}, "key %q is not valid UTF-8", key)
 			continue
 		}
-		doc.props = append(doc.props, prop{segs: splitKey(unescape(key), start, nil), value: unescape(val), doc: doc})
+		k, ok := unescape(key)
+		v, vok := unescape(val)
+		if !ok || !vok {
+			l.add(where{Error: Error{File: file, Line: start}, order: order}, `malformed \uXXXX escape (four hex digits must follow \u)`)
+			continue
+		}
+		segs := splitKey(k, start, nil)
+		ld.ids.number(segs, 0, true)
+		doc.props = append(doc.props, prop{segs: segs, value: v, doc: doc})
 	}
 	return docs
 }
@@ -329,10 +392,11 @@ func splitProperty(line string) (key, val string) {
 var escapes = strings.NewReplacer(`\t`, "\t", `\n`, "\n", `\r`, "\r", `\f`, "\f")
 
 // unescape undoes the escapes of a .properties file: \t, \n, \r, \f,
-// \uXXXX, and a backslash before any other character.
-func unescape(s string) string {
+// \uXXXX (a UTF-16 surrogate pair as one character), and a backslash before
+// any other character; it reports false for a \u without four hex digits.
+func unescape(s string) (string, bool) {
 	if !strings.Contains(s, `\`) {
-		return s
+		return s, true
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -341,16 +405,25 @@ func unescape(s string) string {
 			continue
 		}
 		i++
-		if r, err := strconv.ParseUint(s[i+1:min(len(s), i+5)], 16, 16); s[i] == 'u' && err == nil && i+5 <= len(s) {
-			b.WriteRune(rune(r))
+		if s[i] == 'u' {
+			r, err := strconv.ParseUint(s[i+1:min(len(s), i+5)], 16, 16)
+			if err != nil || i+5 > len(s) {
+				return "", false
+			}
 			i += 4
+			if lo, err := strconv.ParseUint(s[min(len(s), i+3):min(len(s), i+7)], 16, 16); utf16.IsSurrogate(rune(r)) && strings.HasPrefix(s[i+1:], `\u`) && err == nil && len(s) >= i+7 {
+				if c := utf16.DecodeRune(rune(r), rune(lo)); c != utf8.RuneError {
+					r, i = uint64(c), i+6
+				}
+			}
+			b.WriteRune(rune(r))
 		} else if e := escapes.Replace(s[i-1 : i+1]); len(e) == 1 {
 			b.WriteString(e)
 		} else {
 			b.WriteByte(s[i])
 		}
 	}
-	return b.String()
+	return b.String(), true
 }
 
 func joinSegs(segs []seg) string {
