@@ -475,11 +475,15 @@ func (b *Bulkhead) acquireClass(ctx context.Context, st *settings) (time.Time, *
 			lane = laneOf(bulkhead.PriorityFrom(ctx))
 		}
 		ok := b.tryClass(st, lane)
-		if b.set.Load() != st {
+		if nst := b.set.Load(); nst != st {
 			// Reconfigure replaced st since it was read: a permit taken by its
-			// ceilings goes back, and the call is judged by the new settings.
+			// ceilings goes back, and the call is judged by the new settings,
+			// its lane too.
 			if ok {
 				b.giveBack()
+			}
+			if lane = laneCritical; nst.prio {
+				lane = laneOf(bulkhead.PriorityFrom(ctx))
 			}
 			return b.acquireSlow(ctx, lane)
 		}
