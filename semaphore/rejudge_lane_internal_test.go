@@ -44,5 +44,3 @@ func TestRejudgedCallTakesItsLaneFromTheNewSettings(t *testing.T) {
 			in, b.set.Load().ceil[laneOf(bulkhead.Sheddable)])
 	}
 }
-
-
