@@ -8,13 +8,11 @@ import (
 	"github.com/bulkhead-go/bulkhead"
 )
 
-// After the re-check finds the settings replaced, acquireClass hands
-// acquireSlow the lane computed under the new settings (found by a review: it passed the one computed under the old settings). If those had no
-// Priorities (a Shadow only, so every call takes the configured path) and
-// the new ones do, the lane is laneCritical whatever the context says: a
-// Sheddable call is judged by Critical's ceiling under the new settings and
-// admitted above Sheddable's ceiling, after Reconfigure returned - the very
-// F1 outcome the re-check was meant to rule out.
+// A call that finds the settings replaced after it took a permit is
+// re-judged by the new settings, its priority lane too. Found by a review:
+// it kept the lane of the old settings, so with a Shadow only before and
+// Priorities after, a Sheddable call was judged by Critical's ceiling and
+// admitted above Sheddable's after Reconfigure had returned.
 func TestRejudgedCallTakesItsLaneFromTheNewSettings(t *testing.T) {
 	old := Config{MaxConcurrentCalls: 2, Shadow: &Shadow{MaxConcurrentCalls: 1}}
 	prio := Config{MaxConcurrentCalls: 2, Priorities: &bulkhead.Priorities{Sheddable: 0.5}} // Sheddable's ceiling: 1
