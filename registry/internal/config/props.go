@@ -227,6 +227,7 @@ func (f *flattener) node(n *yaml.Node, path []seg, merged bool) {
 		f.mapping(n, path, map[string]int{}, merged, 0)
 		return
 	case n.Kind == yaml.SequenceNode && len(n.Content) > 0:
+		path = slices.Grow(path, 1) // once: the items share its array
 		for i, item := range n.Content {
 			segs := append(path, seg{name: strconv.Itoa(i), line: item.Line, index: true})
 			f.ids.number(segs, len(path), true)
@@ -274,7 +275,9 @@ func (f *flattener) mapping(n *yaml.Node, path []seg, seen map[string]int, merge
 			f.fail(k.Line, splitKey(k.Value, k.Line, path), "%s: key %q is given twice (first at line %d)", what(path), k.Value, line)
 		case !dup:
 			seen[k.Value] = k.Line
-			segs := splitKey(k.Value, k.Line, path) // path's children share its array
+			// path's children share its array, grown here, not by each of them
+			path = slices.Grow(path, strings.Count(k.Value, ".")+strings.Count(k.Value, "[")+1)
+			segs := splitKey(k.Value, k.Line, path)
 			f.ids.number(segs, len(path), true)
 			f.node(v, segs, merged)
 		}
