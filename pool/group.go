@@ -171,13 +171,13 @@ func (g *Group[T]) Go(fn func(context.Context) (T, error)) {
 		t.inGroup = true
 	}
 	g.mu.Unlock()
-	if stopped {
+	switch {
+	case stopped:
 		g.refused(t, context.Cause(g.ctx))
-	} else if err := g.enter(t, true); err != nil {
-		g.refused(t, err)
-	} else if g.ctx.Err() != nil { // ended while t was queued: ended may have looked before
+	case g.enter(t, true) != nil: // refused: enter ended t
+	case g.ctx.Err() != nil: // ended while t was queued: ended may have looked before
 		g.b.dropBy(&t.node, nil, bulkhead.EventCancelled)
-	} else if g.by != nil {
+	case g.by != nil:
 		g.mu.Lock()
 		g.entered++
 		g.mu.Unlock()
@@ -221,8 +221,7 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 	g.mu.Unlock()
 	// Submitted without the lock: the pool publishes its events on this
 	// goroutine, and a subscriber may call the group.
-	err := g.enter(t, false)
-	if err != nil { // never in the pool: no place in Wait's values
+	if g.enter(t, false) != nil { // never in the pool: no place in Wait's values
 		return false
 	}
 	g.mu.Lock()
@@ -239,26 +238,22 @@ func (g *Group[T]) TryGo(fn func(context.Context) (T, error)) bool {
 	return true
 }
 
-// enter submits t to the pool (wait: as Go does). A refusal is reported to
-// the pool's subscribers on this goroutine before enter returns: if one of
-// them panics or calls runtime.Goexit, t still ends refused, with
-// errUnreported, so that the group counts it out (TryGo: takes it back).
-func (g *Group[T]) enter(t *gtask[T], wait bool) error {
-	returned := false
+// enter submits t to the pool (wait: as Go does) and, if the pool refuses
+// it, ends it refused (TryGo: takes it back). A refusal is reported to the
+// pool's subscribers on this goroutine before the pool returns: if one of
+// them panics or calls runtime.Goexit, t still ends, with errUnreported.
+func (g *Group[T]) enter(t *gtask[T], wait bool) (err error) {
+	err = errUnreported
 	defer func() {
 		switch {
-		case returned:
+		case err == nil:
 		case wait:
-			g.refused(t, errUnreported)
+			g.refused(t, err)
 		default:
-			g.untry(t, errUnreported)
+			g.untry(t, err)
 		}
 	}()
-	err := g.b.enter(g.ctx, &t.node, wait)
-	if returned = true; err != nil && !wait {
-		g.untry(t, err)
-	}
-	return err
+	return g.b.enter(g.ctx, &t.node, wait)
 }
 
 // errUnreported is the error of a group's task that the pool refused while

@@ -403,14 +403,12 @@ func (b *Bulkhead) waitLocked(ctx context.Context, n *node, lend bool) error {
 // nor if its deadline less MinDeadlineSlack has come, which refuses it.
 // b.mu must be held.
 func (b *Bulkhead) leaveLineLocked(n *node) bool {
-	b.unwaitLocked(n)
-	if n.parent.Err() != nil { // reported by awaitRoom: bumped for no reason
-		b.tidyLocked(n)
-		b.cancelled++
-		n.state, n.bumped, n.reason = stDone, true, bulkhead.ReasonNone
+	if n.parent.Err() != nil { // reported by awaitRoom
+		b.cancelWaitLocked(n)
 		close(n.x.ready)
 		return false
 	}
+	b.unwaitLocked(n)
 	if n.byDeadline && n.x.deadline <= b.now() {
 		b.bumpLocked(n, bulkhead.ReasonDeadline)
 		b.tidyLocked(n)
@@ -428,12 +426,13 @@ func (b *Bulkhead) bumpLocked(n *node, r bulkhead.Reason) {
 }
 
 // cancelWaitLocked takes n out of the line of waiting submitters, counted
-// Cancelled (its context ended, or Close refused it). b.mu must be held.
+// Cancelled: its submitter's context has ended, or Close refused it (which
+// sets refused too). awaitRoom reports it. b.mu must be held.
 func (b *Bulkhead) cancelWaitLocked(n *node) {
 	b.unwaitLocked(n)
 	b.tidyLocked(n)
 	b.cancelled++
-	n.state = stDone
+	n.state, n.bumped, n.reason = stDone, true, bulkhead.ReasonNone
 }
 
 // awaitRoom waits until n, a waiting submitter's task, is admitted or
@@ -463,18 +462,13 @@ func (b *Bulkhead) awaitRoom(ctx context.Context, n *node, ready <-chan struct{}
 			b.leaveLineLocked(n)
 		default:
 			b.cancelWaitLocked(n)
-			b.mu.Unlock()
-			if b.hub.Active() {
-				b.publish(bulkhead.EventCancelled, err, b.sinceOrZero(n.queuedAt), 0)
-			}
-			return err
 		}
 		b.mu.Unlock()
 	}
 	if n.refused {
 		return bulkhead.ErrClosed
 	}
-	if n.bumped && n.reason == bulkhead.ReasonNone { // counted Cancelled by leaveLineLocked
+	if n.bumped && n.reason == bulkhead.ReasonNone { // its context ended: counted by cancelWaitLocked
 		err := ctx.Err()
 		if b.hub.Active() {
 			b.publish(bulkhead.EventCancelled, err, b.sinceOrZero(n.queuedAt), 0)
@@ -562,13 +556,15 @@ func (b *Bulkhead) unqueueLocked(n *node) {
 	if b.queue.len == 0 {
 		b.line.Empty() // an empty queue stands no more (CoDel)
 	}
-	if x := n.x; x != nil && x.stop != nil {
-		x.stop()
-		x.stop = nil
-	}
-	if x := n.x; x != nil && x.expiry != nil {
-		x.expiry.Stop()
-		x.expiry = nil
+	if x := n.x; x != nil {
+		if x.stop != nil {
+			x.stop()
+			x.stop = nil
+		}
+		if x.expiry != nil {
+			x.expiry.Stop()
+			x.expiry = nil
+		}
 	}
 	b.refillLocked()
 }

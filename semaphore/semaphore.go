@@ -516,8 +516,6 @@ func (b *Bulkhead) tryClass(st *settings, lane int) bool {
 
 // giveBack returns a permit taken by old settings, counting no call
 // finished, and hands it to a waiter if one joined meanwhile.
-//
-//go:noinline
 func (b *Bulkhead) giveBack() {
 	if s := b.state.Add(^uint64(0)); s&waitFlag != 0 { // adds -1
 		b.grantWaiters(nil)
